@@ -1,0 +1,17 @@
+# The two commands of README's Quick start. Each sets up a fresh machine by itself (.ci/setup).
+.PHONY: demo test setup bench lint
+
+setup:
+	@bash .ci/setup
+
+demo: setup
+	.venv/bin/streamkit monitor
+
+test: setup
+	.venv/bin/python -m pytest tests
+
+bench: setup
+	.venv/bin/python benchmarks/engine_overhead.py
+
+lint: setup
+	.venv/bin/python -m ruff check streamkit tests benchmarks examples

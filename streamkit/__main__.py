@@ -1,0 +1,4 @@
+from streamkit.cli import main
+import sys
+
+sys.exit(main())
