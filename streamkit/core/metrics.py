@@ -49,6 +49,7 @@ class BlockMetrics:
             "errors": self.errors,
             "resets": self.resets,
             "events": self.events,
+            "length_error": self.length_error,
         }
         if rate_in:
             d["rtf"] = self.rtf(rate_in)

@@ -496,7 +496,8 @@ class Runner:
             node.out_index += n
             children = node.children
             if ctx.added_tags:
-                out_tags = sorted(ctx.added_tags, key=_off)
+                last = max(out_start, out_start + n - 1)
+                out_tags = sorted((t if out_start <= t.offset <= last else Tag(min(max(t.offset, out_start), last), t.key, t.value) for t in ctx.added_tags), key=_off)
                 ctx.added_tags = []
                 for ch in children:
                     self._push(ch, out_start, y, out_tags)
