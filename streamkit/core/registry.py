@@ -24,6 +24,7 @@ BUILTIN_MODULES = (
     "streamkit.dsp.highpass",
     "streamkit.dsp.level",
     "streamkit.dsp.energy_vad",
+    "streamkit.dsp.iq",
     "streamkit.io.synthetic",
     "streamkit.io.file_source",
     "streamkit.io.mic_source",
@@ -31,6 +32,7 @@ BUILTIN_MODULES = (
     "streamkit.io.jsonl_events",
     "streamkit.io.console",
     "streamkit.io.collect",
+    "streamkit.io.kiwi_source",
 )
 
 _loaded = False

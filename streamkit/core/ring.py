@@ -45,6 +45,7 @@ class SampleRing:
         self._delivered = 0  # total items read
         self._marks: list[Tag] = []  # offsets in producer index space, sorted
         self._pending_overload = 0  # items dropped since the last read
+        self._pending_marks: list[Gap] = []  # other losses whose items were dropped with them
         self._last_anchor: tuple[int, TimeAnchor] | None = None
         self._closed = False
         self.notify = notify
@@ -123,8 +124,10 @@ class SampleRing:
                     self._last_anchor = (t.offset, t.value)
                 elif t.key == T.GAP:
                     g: Gap = t.value
-                    if g.lost is not None:
-                        self._pending_overload += g.lost  # fold earlier losses into this one
+                    if g.cause == GapCause.OVERLOAD:
+                        self._pending_overload += g.lost or 0
+                    else:  # an xrun / sequence gap inside the dropped items: still reported, at the resume point
+                        self._pending_marks.append(g)
                 continue
             kept.append(t)
         self._marks = kept
@@ -158,17 +161,17 @@ class SampleRing:
             n = min(max_items, self._w - self._r)
             out_tags: list[Tag] = []
             base = self._delivered
-            if self._pending_overload:
+            if self._pending_overload and (self._w - self._r) > 0:
                 lost = self._pending_overload
                 self._pending_overload = 0
                 out_tags.append(Tag(base, T.GAP, Gap(lost=lost, cause=GapCause.OVERLOAD, detail="graph fell behind; oldest items dropped")))
+                out_tags.extend(Tag(base, T.GAP, g) for g in self._pending_marks)
+                self._pending_marks = []
                 if self._last_anchor is not None:
                     a_off, a = self._last_anchor
                     shift_ns = int(round((self._r - a_off) * 1e9 / float(self.spec.rate)))
                     out_tags.append(Tag(base, T.TIME, replace(a, utc_ns=a.utc_ns + shift_ns)))
-            if n <= 0:
-                if out_tags:  # keep the overload news for the next real item
-                    self._pending_overload = out_tags[0].value.lost
+            if n <= 0:  # the overload news waits for the next real item
                 return np.zeros((0, self.spec.channels), self.spec.dtype), []
             pos = self._r % self.capacity
             first = min(n, self.capacity - pos)
@@ -193,11 +196,11 @@ class SampleRing:
 
     @staticmethod
     def _merge_gaps(tags: list[Tag]) -> list[Tag]:
-        """Several gaps at one offset become one (lost counts add up; the first cause wins)."""
+        """Several gaps of one cause at one offset become one (lost counts add up)."""
         res: list[Tag] = []
         for t in tags:
             if t.key == T.GAP and res:
-                j = next((k for k in range(len(res) - 1, -1, -1) if res[k].offset == t.offset and res[k].key == T.GAP), None)
+                j = next((k for k in range(len(res) - 1, -1, -1) if res[k].offset == t.offset and res[k].key == T.GAP and res[k].value.cause == t.value.cause), None)
                 if j is not None:
                     a: Gap = res[j].value
                     b: Gap = t.value

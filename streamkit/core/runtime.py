@@ -742,6 +742,8 @@ class Runner:
         self.gaps_by_cause[GapCause.BLOCK_ERROR.value] += 1
         self.gap_count += 1
         gap = Gap(lost=k, cause=GapCause.BLOCK_ERROR, filled=True, detail=f"{type(exc).__name__}: {exc}")
+        self._emit_runtime(E.STREAM_GAP, E.GapInfo(GapCause.BLOCK_ERROR.value, k, True, self.dropped_items, self.gap_count, gap.detail), node,
+                           (node.out_index, node.out_index), port=f"{node.name}.out")  # fmt: skip
         return y, [Tag(node.out_index, T.GAP, gap)] if k else []
 
     def _renegotiate(self, node: _Node, spec: StreamSpec) -> None:
@@ -854,6 +856,8 @@ class Runner:
         return n > 0
 
     def _source_tags(self, node: _Node, tags: list[Tag]) -> None:
+        # anchors first, so that a gap event is timed by the fresh anchor at its offset
+        tags = sorted(tags, key=lambda t: (t.offset, t.key != T.TIME))
         for t in tags:
             if t.key == T.TIME:
                 node.ctx.anchors.add(t.offset, t.value)
