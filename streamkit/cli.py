@@ -91,20 +91,56 @@ def demo_graph(name: str = "demo", seed: int = 1) -> Graph:
 
 
 def cmd_monitor(a: argparse.Namespace) -> int:
-    stations = a.station or []
-    if stations:
-        raise CliError("monitoring KiwiSDR stations needs the KiwiSDR source, which is not built yet; run `streamkit monitor` with no station for the built-in demo")
-    g = demo_graph()
-    _add_event_outputs(g, a.events, console=not a.quiet)
-    mode = FreeRun() if a.speed == 0 else (RealTime() if a.speed == 1 else Paced(a.speed))
+    from streamkit.monitor import run_monitor
+
+    stations = list(a.station or [])
+    if a.stations_file:
+        stations += _load_station_file(a.stations_file)
     if not a.quiet:
-        print(f"streamkit {streamkit.__version__}: monitoring the built-in demo signal for {a.duration:g} s of stream time "
-              f"(mode {mode.name}{'' if a.speed in (0, 1) else f' x{a.speed:g}'}); events -> {a.events or 'console only'}")  # fmt: skip
-        print(g.describe())
-    st = _run_graph(g, mode, a.duration, a.chunk_ms)
+        where = ", ".join(stations) if stations else "the built-in KiwiSDR emulator on loopback (3 stations, 1 frame in 60 dropped)"
+        print(f"streamkit {streamkit.__version__}: monitoring {where} for {a.duration:g} s of stream time; events -> {a.events}/", flush=True)
+    res = run_monitor(stations, duration=a.duration, events_dir=a.events, record_dir=a.record, password=a.password or "",
+                      compression=a.compression, console=not a.quiet, stall_s=a.stall)  # fmt: skip
     if a.quiet:
-        print(_summary_line(st))
+        for st in res["stations"].values():
+            print(_summary_line(st))
+    bad = {**res["failures"], **res["fatal"]}
+    for name, msg in bad.items():
+        print(f"streamkit: error: station {name}: {msg}", file=sys.stderr)
+    if bad and len(bad) == len(res["stations"]):
+        return EXIT_RUNTIME
     return 0
+
+
+def _load_station_file(path: str) -> list[str]:
+    import yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise CliError(f"station file not found: {p}")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        raise CliError(f"cannot parse station file {p}: {str(exc).splitlines()[0]}") from None
+    if isinstance(data, dict):
+        data = data.get("stations")
+    if not isinstance(data, list):
+        raise CliError(f"station file {p}: want a list of host:port:freq_khz:mode strings (or {{stations: [...]}})")
+    out = []
+    for item in data:
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict) and "host" in item and "freq_khz" in item:
+            out.append(f"{item['host']}:{item.get('port', 8073)}:{item['freq_khz']}:{item.get('mode', 'lsb')}")
+        else:
+            raise CliError(f"station file {p}: bad entry {item!r}")
+    return out
+
+
+def cmd_emulate(a: argparse.Namespace) -> int:
+    from streamkit.io.kiwi_emulator import main as emulator_main
+
+    return int(emulator_main(list(a.args)) or 0)
 
 
 def cmd_mic(a: argparse.Namespace) -> int:
@@ -214,14 +250,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="log debug messages and show tracebacks")
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
 
-    m = sub.add_parser("monitor", help="live monitor (no station: the built-in demo); ends after --duration s", description="Monitor stations live, with a console view and JSONL events. With no --station, runs the built-in demo signal.")
-    m.add_argument("--station", action="append", help="host:port:freq_khz:mode (repeatable; needs the KiwiSDR source)")
-    m.add_argument("--duration", type=float, default=15.0, help="stop after S seconds of stream time (default 15)")
-    m.add_argument("--events", default="events", help="directory (or .jsonl file) for JSONL events (default ./events)")
-    m.add_argument("--speed", type=float, default=1.0, help="pace of the demo signal: 1 = real time, 0 = as fast as possible")
-    m.add_argument("--chunk-ms", type=float, default=20.0, help="source read size in ms (default 20)")
-    m.add_argument("--quiet", action="store_true", help="no live view; print a one-line summary")
+    m = sub.add_parser("monitor", help="monitor KiwiSDR stations live (no station: the built-in emulator)",
+                       description="Monitor one or more KiwiSDR stations at once: console view (S-meter, RT factor, gaps, events) and JSONL "
+                                   "events per station. With no --station, starts the built-in KiwiSDR emulator on loopback and monitors it.")  # fmt: skip
+    m.add_argument("--station", action="append", metavar="HOST:PORT:FREQ_KHZ:MODE", help="a station to monitor (repeatable), e.g. kiwi.example.org:8073:7100:lsb")
+    m.add_argument("--stations-file", metavar="YAML", help="YAML list of stations (strings as above, or {host, port, freq_khz, mode})")
+    m.add_argument("--duration", type=float, default=15.0, help="stop after S seconds of stream time and exit 0 (default 15)")
+    m.add_argument("--events", default="events", metavar="DIR", help="directory for one JSONL event file per station (default ./events)")
+    m.add_argument("--record", default=None, metavar="DIR", help="also record each station's received audio as WAV at its true rate (IQ: 2 channels)")
+    m.add_argument("--password", default=None, help="KiwiSDR channel password")
+    m.add_argument("--compression", dest="compression", action="store_true", default=True, help="ADPCM audio transport (default)")
+    m.add_argument("--no-compression", dest="compression", action="store_false", help="16-bit PCM transport")
+    m.add_argument("--stall", type=float, default=10.0, help="reconnect after S seconds without data (default 10)")
+    m.add_argument("--quiet", action="store_true", help="no live view; print a one-line summary per station")
     m.set_defaults(func=cmd_monitor)
+
+    em = sub.add_parser("emulate", help="run a built-in server: `emulate kiwi` is a KiwiSDR on loopback",
+                        description="Run a built-in emulator. `streamkit emulate kiwi --help` lists the KiwiSDR emulator's options.")  # fmt: skip
+    em.add_argument("what", choices=["kiwi"], help="kiwi: a KiwiSDR-compatible WebSocket server (real protocol, programmable signals, faults)")
+    em.add_argument("args", nargs=argparse.REMAINDER, help="options of the emulator (see `streamkit emulate kiwi --help`)")
+    em.set_defaults(func=cmd_emulate)
 
     mic = sub.add_parser("mic", help="live microphone demo: level meter and detector events", description="Live microphone demo: level meter and the events of the detectors.")
     mic.add_argument("--device", default=None, help="input device index or name substring (see `streamkit devices`)")

@@ -876,10 +876,14 @@ class Runner:
                     self._emit_runtime(E.STREAM_XRUN, E.XrunInfo(g.detail or "input_overflow", self.xruns), node, (t.offset, t.offset))
             elif t.key == T.FORMAT:
                 spec: StreamSpec = t.value.spec
+                old_rate = float(node.out_spec.rate) if node.out_spec is not None else float(spec.rate)
                 node.out_spec = spec
                 node.ctx.out_specs = {"out": spec}
                 node.ctx.anchors.set_rate(spec.rate)
                 node.rate_in = float(spec.rate)
+                if self.duration is not None:  # the limit is in seconds of stream: recount at the new rate
+                    elapsed = t.offset / old_rate
+                    node.limit = t.offset + int(round((self.duration - elapsed) * float(spec.rate)))
                 self._emit_runtime(E.STREAM_FORMAT, {"spec": spec.to_dict()}, node, (t.offset, t.offset))
 
     def _end_source(self, node: _Node, reason: str) -> None:

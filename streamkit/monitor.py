@@ -1,0 +1,283 @@
+"""``streamkit monitor``: watch one or more KiwiSDR stations at once.
+
+Each station runs in its own graph::
+
+    kiwi (io.kiwi, true rate e.g. 12001.188 Hz) ─┬─> rs (dsp.resample -> 8000 Hz) -> level -> vad
+                                                 └─> wav (io.wav_sink at the true rate, with --record)
+
+All graphs share one scheduler thread (:class:`~streamkit.core.runtime.MultiRunner`) and one
+asyncio loop for the WebSockets, so a process monitors many stations with two threads. Events go
+to ``<events>/<station>.jsonl`` and to a live console view (one row per station).
+
+With no station given, the built-in KiwiSDR emulator is started on loopback with its default
+stations and a simulated packet loss, and monitored: the embedded default that README's first
+command runs.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from streamkit.core import events as E
+from streamkit.core.block import EventSink
+from streamkit.core.clock import RealTime
+from streamkit.core.errors import ConfigError
+from streamkit.core.events import Event, event_to_dict
+from streamkit.core.graph import Graph
+from streamkit.core.registry import lookup
+from streamkit.core.runtime import MultiRunner, Runner
+from streamkit.io.kiwi_source import parse_station, station_name
+
+#: the stations monitored on the built-in emulator (its default signals: two speech-like
+#: stations and a tone over noise at the FT8 frequency)
+DEMO_STATIONS = ("127.0.0.1:{port}:7100:lsb", "127.0.0.1:{port}:14200:usb", "127.0.0.1:{port}:7074:usb")
+
+
+def build_station_graph(
+    params: dict[str, Any],
+    *,
+    name: str | None = None,
+    events_dir: str | Path | None = None,
+    record_dir: str | Path | None = None,
+    detectors: tuple[str, ...] = ("energy",),
+    out_rate: int = 8000,
+) -> Graph:
+    """One station's graph: Kiwi -> resample to ``out_rate`` -> level meter -> detectors."""
+    name = name or station_name(params)
+    g = Graph(name)
+    kiwi = g.add(lookup("io.kiwi")(**params), name="kiwi")
+    head = kiwi
+    if params.get("mode") in ("iq", "drm", "sas", "qam"):
+        head = g.add(lookup("dsp.iq_real")(), name="demod")
+        g.connect(kiwi, head)
+    rs = g.add(lookup("dsp.resample")(to_hz=out_rate), name="rs")
+    lvl = g.add(lookup("dsp.level")(interval_s=0.5), name="level")
+    g.chain(head, rs, lvl)
+    last = lvl
+    for d in detectors:
+        if d == "energy":
+            blk = g.add(lookup("dsp.energy_vad")(), name="vad")
+        else:
+            raise ConfigError(f"unknown detector {d!r} (available: energy)")
+        g.connect(last, blk)
+        last = blk
+    if record_dir is not None:
+        Path(record_dir).mkdir(parents=True, exist_ok=True)
+        wav = g.add(lookup("io.wav_sink")(path=str(Path(record_dir) / f"{name}.wav")), name="wav")
+        g.connect(kiwi, wav)
+    if events_dir is not None:
+        g.subscribe(lookup("io.jsonl_events")(path=str(Path(events_dir) / f"{name}.jsonl")))
+    return g
+
+
+@dataclass
+class _Row:
+    state: str = "starting"
+    detail: str = ""
+    smeter: float | None = None
+    level: float | None = None
+    rtf: float | None = None
+    stream_s: float = 0.0
+    gaps: int = 0
+    lost: int = 0
+    reconnects: int = 0
+    events: Counter[str] = field(default_factory=Counter)
+    last: str = ""
+    final: dict[str, Any] | None = None
+
+
+class MonitorConsole(EventSink):
+    """A live table of stations (rich on a TTY, plain lines otherwise) and a final summary.
+
+    Subscribed to every station graph; ``open``/``close`` are reference-counted so the summary is
+    printed once, after the last station stops.
+    """
+
+    def __init__(self, *, file: IO[str] | None = None, mode: str = "auto", plain_interval_s: float = 5.0) -> None:
+        self._init_params.pop("file", None)
+        self.file = file
+        self.mode = mode
+        self.plain_interval_s = plain_interval_s
+        self.rows: dict[str, _Row] = {}
+        self.recent: deque[str] = deque(maxlen=10)
+        self._lock = threading.Lock()
+        self._opened = 0
+        self._live: Any = None
+        self._last_plain = 0.0
+        self._t0 = time.monotonic()
+
+    def _out(self) -> IO[str]:
+        return self.file or sys.stdout
+
+    def open(self, graph_name: str) -> None:
+        with self._lock:
+            self.rows.setdefault(graph_name, _Row())
+            self._opened += 1
+            if self._opened > 1:
+                return
+            out = self._out()
+            rich_mode = self.mode == "rich" or (self.mode == "auto" and hasattr(out, "isatty") and out.isatty())
+            if rich_mode:
+                from rich.console import Console
+                from rich.live import Live
+
+                console = Console(file=out)
+                self._live = Live(get_renderable=self._render, console=console, refresh_per_second=4, transient=False)
+                self._live.start()
+
+    def handle(self, event: Event) -> None:
+        line = None
+        with self._lock:
+            row = self.rows.setdefault(event.stream, _Row())
+            row.events[event.kind] += 1
+            p = event.payload
+            d = event_to_dict(event)["payload"]
+            k = event.kind
+            if k == E.GRAPH_STATS:
+                row.rtf = d.get("rtf_total")
+                row.stream_s = d.get("stream_s") or row.stream_s
+                if "first_call_ms" in d:
+                    row.final = d
+            elif k == E.SOURCE_STATE:
+                row.state = d.get("state", "?")
+                row.detail = d.get("detail", "")
+                if row.state == "retrying":
+                    row.reconnects += 1
+                line = f"{event.stream}: {row.state} {row.detail}" + (f" (retry in {d['retry_in_s']:.1f} s)" if d.get("retry_in_s") else "")
+            elif k == "kiwi.smeter":
+                row.smeter = d.get("dbm")
+            elif k == E.LEVEL:
+                row.level = d.get("rms_dbfs")
+            elif k == E.STREAM_GAP:
+                row.gaps += 1
+                row.lost += d.get("lost") or 0
+                line = f"{event.stream}: GAP {d.get('cause')} lost {d.get('lost')} items at {event.span[0]} ({d.get('detail', '')})"
+            elif k == E.GRAPH_STATE:
+                if d.get("state") in ("stopped", "fatal"):
+                    row.state = "fatal" if d.get("state") == "fatal" or row.state == "fatal" else "stopped"
+            elif k in (E.STREAM_END, "kiwi.info", E.STREAM_FORMAT):
+                pass
+            else:
+                span_s = ""
+                if event.t_start_ns is not None and event.t_end_ns is not None:
+                    span_s = time.strftime("%H:%M:%S", time.gmtime(event.t_start_ns / 1e9)) + f" +{(event.t_end_ns - event.t_start_ns) / 1e9:.2f}s"
+                line = f"{event.stream}: {k} {span_s} {_brief(d)}"
+                row.last = f"{k} {span_s}"
+            if line is not None:
+                self.recent.append(line)
+        if line is not None and self._live is None:
+            print(line, file=self._out(), flush=True)
+        if self._live is None and time.monotonic() - self._last_plain >= self.plain_interval_s:
+            self._last_plain = time.monotonic()
+            print(self._plain_table(), file=self._out(), flush=True)
+
+    def close(self) -> None:
+        with self._lock:
+            self._opened -= 1
+            if self._opened > 0:
+                return
+            if self._live is not None:
+                self._live.stop()
+                self._live = None
+        print(self.summary(), file=self._out(), flush=True)
+
+    # -- rendering -------------------------------------------------------------------------------
+    def _cells(self, name: str, r: _Row) -> list[str]:
+        return [
+            name,
+            r.state,
+            f"{r.smeter:.1f}" if r.smeter is not None else "-",
+            f"{r.level:.1f}" if r.level is not None else "-",
+            f"{r.stream_s:.1f}",
+            f"{r.rtf:.4f}" if r.rtf is not None else "-",
+            f"{r.gaps} ({r.lost})",
+            str(r.reconnects),
+            str(r.events.get("vad.segment", 0)),
+            r.last,
+        ]
+
+    _HEAD = ["station", "state", "S dBm", "level dBFS", "stream s", "RT factor", "gaps (lost)", "retries", "segments", "last event"]
+
+    def _render(self) -> Any:
+        from rich.console import Group
+        from rich.table import Table
+
+        with self._lock:
+            t = Table(title=f"streamkit monitor — {len(self.rows)} station(s), {time.monotonic() - self._t0:.0f} s")
+            for h in self._HEAD:
+                t.add_column(h)
+            for name, r in self.rows.items():
+                t.add_row(*self._cells(name, r))
+            recent = list(self.recent)
+        from rich.text import Text
+
+        return Group(t, Text("\n".join(recent[-8:])))
+
+    def _plain_table(self) -> str:
+        rows = [self._HEAD] + [self._cells(n, r) for n, r in self.rows.items()]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(self._HEAD))]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
+
+    def summary(self) -> str:
+        lines = ["", "summary (per station):", self._plain_table()]
+        for name, r in self.rows.items():
+            if r.final:
+                b = r.final.get("blocks", {})
+                per = ", ".join(f"{k} {v['rtf']:.5f}" for k, v in b.items() if v.get("rtf") is not None)
+                lines.append(f"  {name}: RT factor total {r.final.get('rtf_total') or 0:.5f} [{per}]; gaps {r.final.get('gaps_by_cause')}; events {dict(r.final.get('events', {}))}")
+        return "\n".join(lines)
+
+
+def _brief(d: Any) -> str:
+    if isinstance(d, dict):
+        return ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in list(d.items())[:5])
+    return str(d)
+
+
+def run_monitor(
+    stations: list[str] | None,
+    *,
+    duration: float | None,
+    events_dir: str | None = "events",
+    record_dir: str | None = None,
+    password: str = "",
+    compression: bool = True,
+    console: bool = True,
+    console_file: IO[str] | None = None,
+    emulator_faults: str | None = "drop_every=60",
+    stall_s: float = 10.0,
+) -> dict[str, Any]:
+    """Monitor ``stations`` (or the built-in emulator) for ``duration`` s of stream time."""
+    emu = None
+    specs = list(stations or [])
+    if not specs:
+        from streamkit.io.kiwi_emulator import EmulatorThread
+
+        emu = EmulatorThread()
+        port = emu.start()
+        if emulator_faults:
+            emu.call(lambda: emu.emulator.set_faults(spec=emulator_faults))
+        specs = [s.format(port=port) for s in DEMO_STATIONS]
+    con = MonitorConsole(file=console_file) if console else None
+    runners = []
+    try:
+        for s in specs:
+            p = parse_station(s)
+            p.update(password=password, compression=compression, stall_s=stall_s)
+            g = build_station_graph(p, events_dir=events_dir, record_dir=record_dir)
+            if con is not None:
+                g.subscribe(con)
+            runners.append(Runner(g, RealTime(), duration=duration, stats_interval_s=1.0))
+        mr = MultiRunner(runners)
+        stats = mr.run()
+    finally:
+        if emu is not None:
+            emu.stop()
+    fatal = {r.graph.name: r.graph.blocks["kiwi"].fatal_message for r in runners if getattr(r.graph.blocks["kiwi"], "fatal_message", None)}
+    return {"stations": stats, "failures": mr.failures, "fatal": fatal, "emulated": emu is not None}
