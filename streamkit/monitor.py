@@ -252,6 +252,7 @@ def run_monitor(
     console_file: IO[str] | None = None,
     emulator_faults: str | None = "drop_every=60",
     stall_s: float = 10.0,
+    max_retries: int | None = None,
 ) -> dict[str, Any]:
     """Monitor ``stations`` (or the built-in emulator) for ``duration`` s of stream time."""
     emu = None
@@ -269,7 +270,7 @@ def run_monitor(
     try:
         for s in specs:
             p = parse_station(s)
-            p.update(password=password, compression=compression, stall_s=stall_s)
+            p.update(password=password, compression=compression, stall_s=stall_s, max_retries=max_retries, backoff_initial_s=0.5)
             g = build_station_graph(p, events_dir=events_dir, record_dir=record_dir)
             if con is not None:
                 g.subscribe(con)

@@ -1,0 +1,225 @@
+"""ctypes glue for streamkit's native C kernels (``native/adpcm.c``).
+
+The C sources are compiled by the package's own ``setup.py`` into ``streamkit/_native.<abi>.so``
+(``pip install -e .`` builds it in place, next to ``streamkit/__init__.py``). The library has no
+Python C-API and no ``PyInit__native``: it is *not* importable as a module, only loadable here.
+
+API:
+
+* :func:`available` -- True when the library was found and loaded;
+* :func:`adpcm_decode` / :func:`adpcm_encode` -- the IMA ADPCM kernels with the Kiwi's nibble
+  order (earlier sample in the low nibble) and the same explicit ``int32[2]`` state
+  ``[index, prev]`` as the numba kernels of :mod:`streamkit.protocols.adpcm`, updated in place;
+* :func:`library_path`, :func:`load_error`.
+
+When the library is missing every kernel call raises :class:`NativeUnavailableError` (a
+``RuntimeError``) saying how to build it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "ABI_VERSION",
+    "NativeUnavailableError",
+    "adpcm_decode",
+    "adpcm_encode",
+    "available",
+    "library_path",
+    "load_error",
+]
+
+ABI_VERSION = 1
+"""``sk_native_abi_version()`` this module was written for."""
+
+_PKG_DIR = Path(__file__).resolve().parent
+_PATTERNS = ("_native*.pyd", "_native*.dll") if sys.platform == "win32" else ("_native*.so", "_native*.dylib")
+
+_lib: Any = None
+_path: Path | None = None
+_error: str | None = None
+_loaded = False
+
+
+class NativeUnavailableError(RuntimeError):
+    """The native C library is not built (or failed to load)."""
+
+
+def _candidates() -> list[Path]:
+    found: list[Path] = []
+    for pattern in _PATTERNS:
+        found.extend(sorted(_PKG_DIR.glob(pattern)))
+    return found
+
+
+def _load() -> Any:
+    global _lib, _path, _error, _loaded
+    if _loaded:
+        return _lib
+    _loaded = True
+    candidates = _candidates()
+    if not candidates:
+        _error = f"no {' or '.join(_PATTERNS)} in {_PKG_DIR}"
+        return None
+    errors = []
+    for path in candidates:
+        try:
+            lib = ctypes.CDLL(str(path))
+            abi = lib.sk_native_abi_version
+            abi.restype = ctypes.c_int
+            abi.argtypes = []
+            if abi() != ABI_VERSION:
+                errors.append(f"{path.name}: ABI version {abi()} != {ABI_VERSION} (stale build)")
+                continue
+            for name in ("sk_adpcm_decode", "sk_adpcm_encode"):
+                fn = getattr(lib, name)
+                fn.restype = None
+                # (const void *in, size_t n, void *out, int32_t *state); pointers passed as ints
+                fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p]
+        except (OSError, AttributeError) as exc:
+            errors.append(f"{path.name}: {exc}")
+            continue
+        _lib, _path = lib, path
+        return lib
+    _error = "; ".join(errors)
+    return None
+
+
+def available() -> bool:
+    """True when the native library is built and loads (its ABI version matches)."""
+    return _load() is not None
+
+
+def library_path() -> Path | None:
+    """Path of the loaded library, or None."""
+    _load()
+    return _path
+
+
+def load_error() -> str | None:
+    """Why the library is unavailable (None when it loaded)."""
+    _load()
+    return _error
+
+
+def _require() -> Any:
+    lib = _load()
+    if lib is None:
+        raise NativeUnavailableError(
+            "streamkit's native C kernels are not available "
+            f"({_error}). Build them with `pip install -e .` from the repository root "
+            "(needs a C compiler; setup.py compiles native/adpcm.c into streamkit/_native*.so), "
+            "or use the numba kernels in streamkit.protocols.adpcm."
+        )
+    return lib
+
+
+def _check_state(state: Any) -> NDArray[np.int32]:
+    if (
+        not isinstance(state, np.ndarray)
+        or state.dtype != np.int32
+        or state.shape != (2,)
+        or not state.flags.c_contiguous
+        or not state.flags.writeable
+    ):
+        raise TypeError("state must be a writeable, contiguous numpy int32 array of shape (2,): [index, prev]")
+    if not (0 <= state[0] <= 88 and -32768 <= state[1] <= 32767):
+        raise ValueError(f"ADPCM state out of range: index {int(state[0])} (0..88), prev {int(state[1])} (int16)")
+    return state
+
+
+def _addr(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]  # type: ignore[no-any-return]
+
+
+def adpcm_decode(
+    data: bytes | bytearray | memoryview | NDArray[np.uint8],
+    state: NDArray[np.int32],
+    out: NDArray[np.int16] | None = None,
+) -> NDArray[np.int16]:
+    """Decode IMA ADPCM bytes (earlier sample in the low nibble) into ``2 * len(data)`` int16.
+
+    Args:
+        data: ADPCM bytes: any buffer or a 1-D uint8 array (not copied when contiguous).
+        state: ``int32[2]`` array ``[index, prev]``; read and updated in place, so decoding a
+            stream in pieces equals decoding it at once.
+        out: Optional int16 output buffer with at least ``2 * len(data)`` elements; the
+            first ``2 * len(data)`` are written and returned as a view.
+
+    Returns:
+        The decoded samples (``out[: 2 * len(data)]`` if ``out`` was given).
+
+    Raises:
+        NativeUnavailableError: the library is not built.
+        TypeError, ValueError: bad ``data``, ``state`` or ``out``.
+    """
+    lib = _require()
+    _check_state(state)
+    if isinstance(data, np.ndarray):
+        if data.dtype != np.uint8:
+            raise TypeError(f"ADPCM data must be uint8, got {data.dtype}")
+        src = np.ascontiguousarray(data.reshape(-1))
+    else:
+        src = np.frombuffer(data, dtype=np.uint8)
+    n = src.shape[0]
+    if out is None:
+        dst = np.empty(2 * n, dtype=np.int16)
+    else:
+        if out.dtype != np.int16 or out.ndim != 1 or not out.flags.c_contiguous or not out.flags.writeable or out.shape[0] < 2 * n:
+            raise TypeError(f"out must be a writeable contiguous 1-D int16 array of at least {2 * n} elements")
+        dst = out[: 2 * n]
+    if n:
+        lib.sk_adpcm_decode(_addr(src), n, _addr(dst), _addr(state))
+    return dst
+
+
+def adpcm_encode(
+    samples: NDArray[np.int16],
+    state: NDArray[np.int32],
+    out: NDArray[np.uint8] | None = None,
+) -> NDArray[np.uint8]:
+    """Encode an even number of int16 samples into ``len(samples) // 2`` IMA ADPCM bytes.
+
+    Args:
+        samples: 1-D int16 array (other integer arrays are accepted if within int16).
+        state: ``int32[2]`` array ``[index, prev]``; read and updated in place.
+        out: Optional uint8 output buffer with at least ``len(samples) // 2`` elements.
+
+    Returns:
+        The ADPCM bytes as a uint8 array, earlier sample of each pair in the low nibble.
+
+    Raises:
+        NativeUnavailableError: the library is not built.
+        TypeError, ValueError: odd length, not 1-D, values outside int16, bad ``state``/``out``.
+    """
+    lib = _require()
+    _check_state(state)
+    x = np.asarray(samples)
+    if x.ndim != 1:
+        raise ValueError(f"samples must be 1-D, got shape {x.shape}")
+    if x.dtype != np.int16:
+        if x.size and x.dtype.kind not in "iu":
+            raise TypeError(f"samples must be int16 (or integers in range), got {x.dtype}")
+        if x.size and (int(x.min()) < -32768 or int(x.max()) > 32767):
+            raise ValueError("samples outside the int16 range")
+        x = x.astype(np.int16)
+    x = np.ascontiguousarray(x)
+    n = x.shape[0]
+    if n % 2:
+        raise ValueError(f"ADPCM encoding needs an even number of samples, got {n}")
+    if out is None:
+        dst = np.empty(n // 2, dtype=np.uint8)
+    else:
+        if out.dtype != np.uint8 or out.ndim != 1 or not out.flags.c_contiguous or not out.flags.writeable or out.shape[0] < n // 2:
+            raise TypeError(f"out must be a writeable contiguous 1-D uint8 array of at least {n // 2} elements")
+        dst = out[: n // 2]
+    if n:
+        lib.sk_adpcm_encode(_addr(x), n, _addr(dst), _addr(state))
+    return dst
