@@ -827,6 +827,8 @@ class Runner:
                 m.first_call_items = n
             else:
                 m.busy_ns += dt
+                if dt > m.max_call_ns:
+                    m.max_call_ns = dt
             m.calls += 1
             m.items_out += n
             m.items_in += n
