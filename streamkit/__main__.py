@@ -1,4 +1,5 @@
-from streamkit.cli import main
 import sys
+
+from streamkit.cli import main
 
 sys.exit(main())

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import streamkit
-from streamkit.core.clock import FreeRun, Paced, RealTime, parse_mode
-from streamkit.core.errors import BlockError, ConfigError, GraphFatal, StreamkitError
+from streamkit.core.clock import FreeRun, RealTime, parse_mode
+from streamkit.core.errors import BlockError, GraphFatal, StreamkitError
 from streamkit.core.graph import Graph
 from streamkit.core.runtime import Runner
 
@@ -190,10 +190,10 @@ def format_rtf_table(st: dict[str, Any]) -> str:
         rtf = b.get("rtf")
         rows.append(
             f"{name:<14} {b['calls']:>7} {b['items_in']:>11} {b['busy_ms']:>10.2f} {b['max_call_ms']:>12.3f} {b['first_call_ms']:>9.2f} "
-            f"{b['start_ms']:>9.1f} {('%.5f' % rtf) if rtf is not None else '-':>11}"
+            f"{b['start_ms']:>9.1f} {f'{rtf:.5f}' if rtf is not None else '-':>11}"
         )
     tot = st.get("rtf_total")
-    rows.append(f"{'TOTAL':<14} {'':>7} {'':>11} {'':>10} {'':>12} {'':>9} {'':>9} {('%.5f' % tot) if tot is not None else '-':>11}")
+    rows.append(f"{'TOTAL':<14} {'':>7} {'':>11} {'':>10} {'':>12} {'':>9} {'':>9} {f'{tot:.5f}' if tot is not None else '-':>11}")
     rows.append(f"stream {st['stream_s']:.2f} s, wall {st['wall_s']:.2f} s; gaps {st['gaps']} {st['gaps_by_cause'] or ''}; RT factor excludes each block's first call (warm-up, in 'first ms')")
     return "\n".join(rows)
 

@@ -136,7 +136,6 @@ class MonitorConsole(EventSink):
         with self._lock:
             row = self.rows.setdefault(event.stream, _Row())
             row.events[event.kind] += 1
-            p = event.payload
             d = event_to_dict(event)["payload"]
             k = event.kind
             if k == E.GRAPH_STATS:
