@@ -119,8 +119,17 @@ def test_monitor_unreachable_station_fails_clearly(tmp_path):
 
 
 def test_monitor_on_builtin_emulator(tmp_path):
-    r = run_cli("monitor", "--duration", "3", "--quiet", "--events", str(tmp_path), timeout=120)
+    rec = tmp_path / "rec"
+    r = run_cli("monitor", "--duration", "3", "--quiet", "--events", str(tmp_path), "--record", str(rec), timeout=120)
     assert r.returncode == 0, r.stderr
+    import soundfile as sf
+
+    wavs = sorted(rec.glob("*.wav"))
+    assert len(wavs) == 3
+    for w in wavs:
+        info = sf.info(str(w))
+        side = json.loads(w.with_name(w.name + ".json").read_text())
+        assert info.samplerate == 12001 and info.frames == round(3 * 12001.188) and side["rate"] == "3000297/250"
     files = sorted(p.name for p in tmp_path.glob("*.jsonl"))
     assert len(files) == 3 and all("127.0.0.1" in f for f in files)
     for f in tmp_path.glob("*.jsonl"):

@@ -196,3 +196,28 @@ def test_iq_mode_gives_complex_samples_and_gps_anchors():
         sink, r, st, src = run_source(t.port, duration=1.0, mode="iq", freq_khz=10000)
     assert sink.samples.dtype == np.complex64 and sink.samples.shape[0] == round(RATE)
     assert any(tg.key == T.TIME and tg.value.source == "gps" for tg in sink.tags)
+
+
+def test_server_that_never_sends_audio_is_closed_by_the_watchdog():
+    """A WebSocket server that accepts and then says nothing: the no-data watchdog ends each session."""
+    import threading
+
+    from websockets.sync.server import serve
+
+    stop = threading.Event()
+
+    def handler(ws):
+        stop.wait(10)
+
+    with serve(handler, "127.0.0.1", 0) as server:
+        port = server.socket.getsockname()[1]
+        th = threading.Thread(target=server.serve_forever, daemon=True)
+        th.start()
+        try:
+            sink, r, st, src = run_source(port, duration=5.0, stall_s=0.3, max_retries=1)
+        finally:
+            stop.set()
+            server.shutdown()
+    s = states(r)
+    assert [x for x, _ in s].count("open") == 2 and any("stalled" in d for _, d in s)
+    assert "gave up after 2 attempts" in (src.fatal_message or "") and sink.samples.shape[0] == 0
