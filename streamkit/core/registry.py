@@ -33,6 +33,7 @@ BUILTIN_MODULES = (
     "streamkit.io.console",
     "streamkit.io.collect",
     "streamkit.io.kiwi_source",
+    "streamkit.data.hf_channel",
 )
 
 _loaded = False
