@@ -12,6 +12,8 @@ API:
   ``[index, prev]`` as the numba kernels of :mod:`streamkit.protocols.adpcm`, updated in place;
 * :func:`library_path`, :func:`load_error`.
 
+Calls on small inputs keep the GIL, large ones release it (:data:`GIL_RELEASE_BYTES`).
+
 When the library is missing every kernel call raises :class:`NativeUnavailableError` (a
 ``RuntimeError``) saying how to build it.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,7 @@ from numpy.typing import NDArray
 
 __all__ = [
     "ABI_VERSION",
+    "GIL_RELEASE_BYTES",
     "NativeUnavailableError",
     "adpcm_decode",
     "adpcm_encode",
@@ -43,9 +47,17 @@ _PKG_DIR = Path(__file__).resolve().parent
 _PATTERNS = ("_native*.pyd", "_native*.dll") if sys.platform == "win32" else ("_native*.so", "_native*.dylib")
 
 _lib: Any = None
+_lib_gil: Any = None  # the same library through ctypes.PyDLL: calls keep the GIL
 _path: Path | None = None
+
+GIL_RELEASE_BYTES = 1 << 15
+"""Calls on inputs at least this large (about 120 us of work) release the GIL (``ctypes.CDLL``);
+smaller ones keep it (``ctypes.PyDLL``). A 1024-byte Kiwi frame takes ~4 us: releasing the GIL
+for it would only invite a thread switch in a busy process, and re-acquiring the GIL after it can
+cost up to the interpreter's switch interval (5 ms) when another thread is running."""
 _error: str | None = None
 _loaded = False
+_load_lock = threading.Lock()
 
 
 class NativeUnavailableError(RuntimeError):
@@ -59,15 +71,38 @@ def _candidates() -> list[Path]:
     return found
 
 
+def _prototype(lib: Any) -> None:
+    for name in ("sk_adpcm_decode", "sk_adpcm_encode"):
+        fn = getattr(lib, name)
+        fn.restype = None
+        # (const void *in, size_t n, void *out, int32_t *state): pointers are passed as
+        # bytes objects, byref(c_char.from_buffer(array)) or plain addresses (ints)
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p]
+
+
 def _load() -> Any:
-    global _lib, _path, _error, _loaded
     if _loaded:
         return _lib
-    _loaded = True
+    with _load_lock:
+        if not _loaded:
+            _load_locked()
+    return _lib
+
+
+def _load_locked() -> None:
+    global _loaded
+    try:
+        _find_and_open()
+    finally:
+        _loaded = True  # only now: a thread that skips the lock must see the final _lib
+
+
+def _find_and_open() -> None:
+    global _lib, _lib_gil, _path, _error
     candidates = _candidates()
     if not candidates:
         _error = f"no {' or '.join(_PATTERNS)} in {_PKG_DIR}"
-        return None
+        return
     errors = []
     for path in candidates:
         try:
@@ -78,18 +113,19 @@ def _load() -> Any:
             if abi() != ABI_VERSION:
                 errors.append(f"{path.name}: ABI version {abi()} != {ABI_VERSION} (stale build)")
                 continue
-            for name in ("sk_adpcm_decode", "sk_adpcm_encode"):
-                fn = getattr(lib, name)
-                fn.restype = None
-                # (const void *in, size_t n, void *out, int32_t *state); pointers passed as ints
-                fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p]
+            _prototype(lib)
+            lib_gil = ctypes.PyDLL(str(path))
+            _prototype(lib_gil)
+            init = lib.sk_adpcm_init
+            init.restype = None
+            init.argtypes = []
+            init()  # build the decode tables now, before any (GIL-free) concurrent call
         except (OSError, AttributeError) as exc:
             errors.append(f"{path.name}: {exc}")
             continue
-        _lib, _path = lib, path
-        return lib
+        _lib, _lib_gil, _path = lib, lib_gil, path
+        return
     _error = "; ".join(errors)
-    return None
 
 
 def available() -> bool:
@@ -130,13 +166,25 @@ def _check_state(state: Any) -> NDArray[np.int32]:
         or not state.flags.writeable
     ):
         raise TypeError("state must be a writeable, contiguous numpy int32 array of shape (2,): [index, prev]")
-    if not (0 <= state[0] <= 88 and -32768 <= state[1] <= 32767):
-        raise ValueError(f"ADPCM state out of range: index {int(state[0])} (0..88), prev {int(state[1])} (int16)")
+    index, prev = state.tolist()
+    if not (0 <= index <= 88 and -32768 <= prev <= 32767):
+        raise ValueError(f"ADPCM state out of range: index {index} (0..88), prev {prev} (int16)")
     return state
 
 
-def _addr(a: np.ndarray) -> int:
-    return a.__array_interface__["data"][0]  # type: ignore[no-any-return]
+_from_buffer = ctypes.c_char.from_buffer
+_byref = ctypes.byref
+
+
+def _ptr(a: np.ndarray) -> Any:
+    """A ctypes pointer argument to a non-empty contiguous array's data.
+
+    ``byref(c_char.from_buffer(a))`` costs ~0.3 us (and keeps ``a`` alive for the call); a
+    read-only array falls back to its address from ``__array_interface__`` (~0.8 us).
+    """
+    if a.flags.writeable:
+        return _byref(_from_buffer(a))
+    return a.__array_interface__["data"][0]
 
 
 def adpcm_decode(
@@ -162,13 +210,17 @@ def adpcm_decode(
     """
     lib = _require()
     _check_state(state)
-    if isinstance(data, np.ndarray):
+    src: Any
+    if isinstance(data, bytes):
+        src, n = data, len(data)  # ctypes passes a bytes object's own buffer: no copy
+    elif isinstance(data, np.ndarray):
         if data.dtype != np.uint8:
             raise TypeError(f"ADPCM data must be uint8, got {data.dtype}")
-        src = np.ascontiguousarray(data.reshape(-1))
+        arr = np.ascontiguousarray(data.reshape(-1))
+        src, n = arr, arr.shape[0]
     else:
-        src = np.frombuffer(data, dtype=np.uint8)
-    n = src.shape[0]
+        arr = np.frombuffer(data, dtype=np.uint8)
+        src, n = arr, arr.shape[0]
     if out is None:
         dst = np.empty(2 * n, dtype=np.int16)
     else:
@@ -176,7 +228,8 @@ def adpcm_decode(
             raise TypeError(f"out must be a writeable contiguous 1-D int16 array of at least {2 * n} elements")
         dst = out[: 2 * n]
     if n:
-        lib.sk_adpcm_decode(_addr(src), n, _addr(dst), _addr(state))
+        fn = (lib if n >= GIL_RELEASE_BYTES else _lib_gil).sk_adpcm_decode
+        fn(src if isinstance(src, bytes) else _ptr(src), n, _ptr(dst), _ptr(state))
     return dst
 
 
@@ -221,5 +274,6 @@ def adpcm_encode(
             raise TypeError(f"out must be a writeable contiguous 1-D uint8 array of at least {n // 2} elements")
         dst = out[: n // 2]
     if n:
-        lib.sk_adpcm_encode(_addr(x), n, _addr(dst), _addr(state))
+        fn = (lib if n >= 2 * GIL_RELEASE_BYTES else _lib_gil).sk_adpcm_encode
+        fn(_ptr(x), n, _ptr(dst), _ptr(state))
     return dst

@@ -166,6 +166,19 @@ def test_random_encode_equals_numba_and_reference_across_splits(seed: int) -> No
     assert got == ref and tuple(s) == (ref_idx, ref_prev)
 
 
+def test_large_inputs_release_the_gil_and_agree() -> None:
+    """Inputs above GIL_RELEASE_BYTES go through the GIL-releasing handle: same results."""
+    lib()
+    rng = np.random.default_rng(9)
+    big = rng.integers(0, 256, native.GIL_RELEASE_BYTES + 1000, dtype=np.uint8).tobytes()
+    s_big, s_nb = st(), st()
+    np.testing.assert_array_equal(native.adpcm_decode(big, s_big), numba_decode(big, s_nb))
+    assert tuple(s_big) == tuple(s_nb)
+    x = rng.integers(-20000, 20000, 2 * native.GIL_RELEASE_BYTES + 2000).astype(np.int16)
+    s1, s2 = st(), st()
+    assert native.adpcm_encode(x, s1).tobytes() == numba_encode(x, s2) and tuple(s1) == tuple(s2)
+
+
 def test_nonzero_initial_state_and_numba_wrapper() -> None:
     """A preset state (camp mode, §3.2) gives the same result in all three decoders."""
     lib()
@@ -232,6 +245,7 @@ def test_unavailable_message_says_how_to_build(tmp_path, monkeypatch) -> None:  
     monkeypatch.setattr(native, "_PKG_DIR", tmp_path)
     monkeypatch.setattr(native, "_loaded", False)
     monkeypatch.setattr(native, "_lib", None)
+    monkeypatch.setattr(native, "_lib_gil", None)
     monkeypatch.setattr(native, "_path", None)
     monkeypatch.setattr(native, "_error", None)
     assert not native.available()

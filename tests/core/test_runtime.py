@@ -579,3 +579,56 @@ def test_tag_offsets_within_chunks():
     g.chain(src, g.add(Decimate2(), name="d"), g.add(Check(), name="c"))
     Runner(g, error_policy=ErrorPolicy.RAISE, stats_interval_s=0).run()
     assert Tag(0, "k") != Tag(1, "k")
+
+
+# ---------------------------------------------------------------- many graphs on one thread
+def test_multirunner_steps_live_graphs_when_ready_and_paced_graphs_every_round():
+    from streamkit.core.runtime import MultiRunner, ReadyFlag
+
+    graphs, sinks, runners = [], [], []
+    for k in range(3):
+        g = Graph(f"live{k}")
+        src = g.add(LiveRingSource(capacity=100000), name="src")
+        sink = g.add(CollectSink(), name="k")
+        g.connect(src, sink)
+        graphs.append(g)
+        sinks.append(sink)
+        runners.append(Runner(g, stats_interval_s=0))
+    gf = Graph("file")
+    fsink = gf.add(CollectSink(), name="k")
+    gf.connect(gf.add(VectorSource(samples=noise(1600), rate=RATE, sizes=10**9), name="src"), fsink)
+    runners.append(Runner(gf, Paced(4.0), chunk_s=0.01, stats_interval_s=0))
+    mr = MultiRunner(runners, sweep_s=0.05)
+    assert all(isinstance(r.notify, ReadyFlag) for r in runners)
+
+    def produce():
+        time.sleep(0.05)  # the runners start inside mr.run()
+        for i in range(20):
+            for k, g in enumerate(graphs):
+                g.blocks["src"].ring.write(np.full(100, k * 1000 + i, np.float32))
+            time.sleep(0.005)
+        for g in graphs:
+            g.blocks["src"].ring.close()
+
+    th = threading.Thread(target=produce)
+    th.start()
+    stats = mr.run()
+    th.join()
+    for k, sink in enumerate(sinks):
+        assert np.array_equal(sink.samples[:, 0], np.repeat(np.arange(20, dtype=np.float32) + k * 1000, 100))
+    assert fsink.samples.shape[0] == 1600 and not mr.failures
+    assert set(stats) == {"live0", "live1", "live2", "file"}
+
+
+def test_multirunner_isolates_a_failing_graph():
+    from streamkit.core.runtime import MultiRunner
+
+    ok = Graph("ok")
+    k_ok = ok.add(CollectSink(), name="k")
+    ok.connect(ok.add(VectorSource(samples=noise(1000), rate=RATE, sizes=100), name="src"), k_ok)
+    bad = Graph("bad")
+    bad.chain(bad.add(VectorSource(samples=noise(1000), rate=RATE, sizes=100), name="src"), bad.add(Failing(fail_at=[500]), name="f"))
+    mr = MultiRunner([Runner(ok, stats_interval_s=0), Runner(bad, stats_interval_s=0, error_policy=ErrorPolicy.RAISE)])
+    mr.run()
+    assert "bad" in mr.failures and "boom" in mr.failures["bad"]
+    assert k_ok.samples.shape[0] == 1000
