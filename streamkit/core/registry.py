@@ -25,6 +25,7 @@ BUILTIN_MODULES = (
     "streamkit.dsp.level",
     "streamkit.dsp.energy_vad",
     "streamkit.dsp.iq",
+    "streamkit.dsp.stat_sad",
     "streamkit.io.synthetic",
     "streamkit.io.file_source",
     "streamkit.io.mic_source",

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from streamkit.dsp.level import LevelMeter
     from streamkit.dsp.passthrough import Gain, PassThrough
     from streamkit.dsp.resample import Resample
+    from streamkit.dsp.iq import IqReal
+    from streamkit.dsp.stat_sad import StatSAD, stat_sad_scores
     from streamkit.dsp.stft import ISTFT, STFT
 
 _EXPORTS = {
@@ -30,11 +32,14 @@ _EXPORTS = {
     "VadStateMachine": "streamkit.dsp.energy_vad",
     "VadState": "streamkit.dsp.energy_vad",
     "VadDecision": "streamkit.dsp.energy_vad",
+    "IqReal": "streamkit.dsp.iq",
+    "StatSAD": "streamkit.dsp.stat_sad",
+    "stat_sad_scores": "streamkit.dsp.stat_sad",
 }
 
 __all__ = [
-    "EnergyVAD", "Gain", "Highpass", "ISTFT", "LevelMeter", "PassThrough", "Resample", "STFT", "VadDecision", "VadState",
-    "VadStateMachine",
+    "EnergyVAD", "Gain", "Highpass", "ISTFT", "IqReal", "LevelMeter", "PassThrough", "Resample", "STFT", "StatSAD", "VadDecision",
+    "VadState", "VadStateMachine", "stat_sad_scores",
 ]  # fmt: skip
 
 

@@ -1,0 +1,481 @@
+"""Statistical speech activity detector (the HF paper's Fig. 5), streaming and bit-exact.
+
+Heitkaemper, Schmalenstroeer, Ullmann, Ion, Haeb-Umbach, "A Database for Research on Detection
+and Enhancement of Speech Transmitted over HF links" (ITG 2021), §3.1; notes in
+``shared/sad-spec.md`` §3-4. Per frame of 64 ms every 32 ms at 8 kHz::
+
+    x (8 kHz) -> NaN/inf -> 0 -> Hann(512) -> FFT 1024 -> |X|^2 / sum(w^2) (+ floor)
+      -> S x [ minimum statistics (Martin 2001) -> Wiener W = max(1 - gamma*sigma^2/|X|^2, G_min) ]
+      -> linear highpass (spectral weight) -> 1st-order LPC (keep the predictable power)
+      -> smoothed sub-band energies -> noise/speech level trackers -> adaptive threshold
+      -> soft score in (0, 1) per frame -> hysteresis -> 25-frame ">= 12" vote -> segments
+
+The kernels are in :mod:`streamkit.dsp.kernels.minstat` (every constant and its source is listed
+there and in :class:`StatSAD`). :func:`stat_sad_scores` runs the same kernels on a whole signal;
+the block's output equals it item for item.
+
+Use it on 8 kHz mono audio (put ``dsp.resample`` in front); it needs no training data.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy.signal import get_window
+
+from streamkit.core.block import GapPolicy, TagPolicy, WindowBlock
+from streamkit.core.context import Context
+from streamkit.core.errors import ConfigError
+from streamkit.core.events import ActivitySegment
+from streamkit.core.registry import register
+from streamkit.core.tags import SPEECH, Gap, SpeechBoundary
+from streamkit.core.types import StreamSpec
+from streamkit.dsp.kernels.minstat import (
+    C_A_E, C_A_LPC, C_A_ND, C_DMIN, C_EPS, C_FALL, C_FLOOR, C_GMIN2, C_KAPPA, C_NEED, C_RISE, C_SCALE, F_BANDS, N_CFG,
+    hysteresis, minstat_params, stat_sad_batch,
+)  # fmt: skip
+
+VAD_SEGMENT = "vad.segment"
+DETECTOR = "stat"
+RATE = 8000  #: the only input rate (HF paper §2; sad-spec §1)
+WIN = 512  #: 64 ms analysis window [PAPER §3.1]
+HOP = 256  #: 32 ms shift [PAPER §3.1]
+N_FFT = 1024  #: FFT size, the 512-sample frame zero-padded [PAPER §3.1]
+
+#: analysis parameters (what :func:`stat_sad_scores` takes) with their defaults. All provisional
+#: (CHOICE unless noted) until tuned on the dev split with ``streamkit eval sad`` (a later step).
+ANALYSIS_DEFAULTS: dict[str, Any] = {
+    "stages": 2,  # Wiener stages ("repeated several times" [PAPER]); spec §4.2 proposes 2
+    "gamma": 24.0,  # over-subtraction of stage 1 ("gamma > 20" [PAPER])
+    "gamma_next": 1.0,  # over-subtraction of stages 2.. (spec §4.2)
+    "g_min_db": -25.0,  # Wiener gain floor G_min in dB (amplitude; fgnt house default, spec §4.2)
+    "ms_subwindows": 8,  # U (Martin / VOICEBOX)
+    "ms_subwindow_frames": 4,  # V: window D = U*V = 32 frames = 1.024 s ("kept small" [PAPER]; V >= 4 VOICEBOX)
+    "highpass_hz": 200.0,  # linear highpass corner (spec §4.2)
+    "highpass_order": 2,  # Butterworth order of the magnitude weight (spec §4.2)
+    "lpc_tau_s": 0.095,  # smoothing of a1 (spec's 0.9 per 10 ms -> tau 0.095 s)
+    "bands_hz": ((300.0, 1000.0), (1000.0, 2000.0), (2000.0, 3000.0)),  # SSB voice band (spec §4.2)
+    "energy_tau_s": 0.030,  # sub-band energy smoothing (spec §4.2)
+    "noise_fall_tau_s": 0.050,  # noise-level tracker, fast down (spec §4.2)
+    "noise_rise_db_s": 3.0,  # noise-level tracker, slow up, never above the energy (spec §4.2 + CHOICE)
+    "speech_fall_db_s": 6.0,  # speech-level tracker decay (spec §4.2)
+    "kappa": 0.4,  # threshold = noise + max(min_margin_db, kappa*(speech - noise)) (spec §4.2)
+    "min_margin_db": 3.0,  # (spec §4.2)
+    "score_scale_db": 1.5,  # band score = sigmoid(margin / scale) (CHOICE)
+    "bands_needed": 2,  # frame score = this-th largest band score (">= 2 of 3 bands", spec §4.2)
+}
+
+#: decision parameters of the block
+DECISION_DEFAULTS: dict[str, Any] = {
+    "threshold": 0.5,  # score > threshold <=> >= bands_needed bands above their adaptive threshold
+    "hysteresis": 0.1,  # once speech, a frame stays speech while score > threshold - hysteresis
+    "vote_window": 25,  # centred majority vote over frames (sad-spec §2.5, [CODE] fgnt smooth_vad)
+    "vote_min": 12,  # speech if >= vote_min of vote_window frames are (sad-spec §2.5)
+}
+
+#: |X|^2 floor added to every bin (per-bin power of a -120 dBFS white noise): silence stays finite
+PSD_FLOOR = 1e-12
+#: added to the band energies before log10
+ENERGY_EPS = 1e-12
+
+
+def _num(name: str, v: Any, lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(float(v)):
+        raise ConfigError(f"{name} must be a finite number, got {v!r}")
+    f = float(v)
+    if lo is not None and (f < lo or (lo_open and f == lo)):
+        raise ConfigError(f"{name} must be {'>' if lo_open else '>='} {lo}, got {v!r}")
+    if hi is not None and f > hi:
+        raise ConfigError(f"{name} must be <= {hi}, got {v!r}")
+    return f
+
+
+def _int(name: str, v: Any, lo: int, hi: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= int(v) <= hi:
+        raise ConfigError(f"{name} must be an int in {lo}..{hi}, got {v!r}")
+    return int(v)
+
+
+def _check_analysis(p: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = set(p) - set(ANALYSIS_DEFAULTS)
+    if unknown:
+        raise ConfigError(f"unknown parameter(s) {sorted(unknown)}")
+    q = {**ANALYSIS_DEFAULTS, **p}
+    out: dict[str, Any] = {
+        "stages": _int("stages", q["stages"], 1, 8),
+        "gamma": _num("gamma", q["gamma"], 0.0, lo_open=True),
+        "gamma_next": _num("gamma_next", q["gamma_next"], 0.0, lo_open=True),
+        "g_min_db": _num("g_min_db", q["g_min_db"], -200.0, 0.0),
+        "ms_subwindows": _int("ms_subwindows", q["ms_subwindows"], 1, 64),
+        "ms_subwindow_frames": _int("ms_subwindow_frames", q["ms_subwindow_frames"], 2, 256),
+        "highpass_hz": _num("highpass_hz", q["highpass_hz"], 0.0, RATE / 2),
+        "highpass_order": _int("highpass_order", q["highpass_order"], 1, 16),
+        "lpc_tau_s": _num("lpc_tau_s", q["lpc_tau_s"], 0.0),
+        "energy_tau_s": _num("energy_tau_s", q["energy_tau_s"], 0.0),
+        "noise_fall_tau_s": _num("noise_fall_tau_s", q["noise_fall_tau_s"], 0.0),
+        "noise_rise_db_s": _num("noise_rise_db_s", q["noise_rise_db_s"], 0.0),
+        "speech_fall_db_s": _num("speech_fall_db_s", q["speech_fall_db_s"], 0.0),
+        "kappa": _num("kappa", q["kappa"], 0.0, 1.0),
+        "min_margin_db": _num("min_margin_db", q["min_margin_db"], 0.0),
+        "score_scale_db": _num("score_scale_db", q["score_scale_db"], 0.0, lo_open=True),
+    }
+    try:
+        bands = tuple((float(a), float(b)) for a, b in q["bands_hz"])
+    except (TypeError, ValueError):
+        raise ConfigError(f"bands_hz must be a list of (lo_hz, hi_hz) pairs, got {q['bands_hz']!r}") from None
+    df = RATE / N_FFT
+    if not bands or any(not (0 <= a < b <= RATE / 2) or round(b / df) <= round(a / df) for a, b in bands):
+        raise ConfigError(f"bands_hz must be non-empty (lo, hi) pairs with 0 <= lo < hi <= 4000 Hz, each >= 1 bin wide, got {q['bands_hz']!r}")
+    out["bands_hz"] = bands
+    out["bands_needed"] = _int("bands_needed", q["bands_needed"], 1, len(bands))
+    return out
+
+
+def _alpha(tau_s: float) -> float:
+    """Per-frame smoothing factor exp(-hop/tau) (0 for tau = 0: no smoothing)."""
+    return math.exp(-HOP / RATE / tau_s) if tau_s > 0 else 0.0
+
+
+class _Analyzer:
+    """Frames, FFT and kernel state of one stream; :meth:`push` turns samples into frame scores.
+
+    Samples pushed in any split give the same scores (the frame grid starts at the first sample).
+    """
+
+    def __init__(self, p: Mapping[str, Any]) -> None:
+        self.p = p
+        df = RATE / N_FFT
+        self.bands = np.array([(round(a / df), round(b / df)) for a, b in p["bands_hz"]], dtype=np.int64)
+        # only bins below the top band edge are analysed (nothing above it reaches the score)
+        K = self.K = int(self.bands[:, 1].max())
+        w = np.asarray(get_window("hann", WIN), dtype=np.float64)  # periodic Hann
+        self.win = w
+        self.norm = 1.0 / float(np.sum(w * w))  # E|X|^2 * norm = variance of white noise
+        f = np.arange(K) * (RATE / N_FFT)
+        with np.errstate(divide="ignore"):
+            hp = 1.0 / (1.0 + (p["highpass_hz"] / f) ** (2 * p["highpass_order"])) if p["highpass_hz"] > 0 else np.ones(K)
+        hp[0] = 0.0 if p["highpass_hz"] > 0 else 1.0
+        self.hp_w = np.ascontiguousarray(hp, dtype=np.float64)
+        sym = np.full(K, 2.0)
+        sym[0] = 1.0
+        if K == N_FFT // 2 + 1:
+            sym[-1] = 1.0
+        self.lpc_w = sym
+        self.lpc_c = sym * np.cos(2 * np.pi * np.arange(K) / N_FFT)
+        S = p["stages"]
+        self.gammas = np.array([p["gamma"]] + [p["gamma_next"]] * (S - 1), dtype=np.float64)
+        cfg = np.zeros(N_CFG)
+        cfg[C_GMIN2] = 10.0 ** (p["g_min_db"] / 10.0)  # (amplitude gain in dB)^2 as a power factor
+        cfg[C_FLOOR] = PSD_FLOOR
+        cfg[C_EPS] = ENERGY_EPS
+        cfg[C_A_LPC] = _alpha(p["lpc_tau_s"])
+        cfg[C_A_E] = _alpha(p["energy_tau_s"])
+        cfg[C_A_ND] = _alpha(p["noise_fall_tau_s"])
+        cfg[C_RISE] = p["noise_rise_db_s"] * HOP / RATE
+        cfg[C_FALL] = p["speech_fall_db_s"] * HOP / RATE
+        cfg[C_KAPPA] = p["kappa"]
+        cfg[C_DMIN] = p["min_margin_db"]
+        cfg[C_SCALE] = p["score_scale_db"]
+        cfg[C_NEED] = p["bands_needed"]
+        self.cfg = cfg
+        self.ms_par = minstat_params(HOP / RATE, p["ms_subwindows"], p["ms_subwindow_frames"])
+        self.reset()
+
+    def reset(self) -> None:
+        K = self.K
+        S = self.gammas.shape[0]
+        self.ms_vec = np.zeros((S, 8, K))
+        self.ms_buf = np.full((S, self.p["ms_subwindows"], K), np.inf)
+        self.ms_scal = np.zeros((S, 4))
+        self.fst = np.zeros(F_BANDS + 3 * self.bands.shape[0])
+        self.buf = np.zeros(0)  # samples from the start of the next frame on
+        self.frames = 0
+
+    def push(self, x: np.ndarray) -> np.ndarray:
+        """Scores of the frames completed by the (finite, float64) samples ``x``."""
+        buf = np.concatenate([self.buf, x]) if self.buf.shape[0] else x
+        n = buf.shape[0]
+        m = (n - WIN) // HOP + 1 if n >= WIN else 0
+        scores = np.empty(m)
+        if m:
+            fr = np.lib.stride_tricks.as_strided(buf, shape=(m, WIN), strides=(HOP * buf.strides[0], buf.strides[0]), writeable=False)
+            X = np.fft.rfft(fr * self.win, n=N_FFT, axis=1)[:, : self.K]
+            y2 = np.ascontiguousarray((X.real * X.real + X.imag * X.imag) * self.norm)
+            stat_sad_batch(y2, self.gammas, self.hp_w, self.lpc_w, self.lpc_c, self.bands, self.cfg, self.ms_vec, self.ms_buf, self.ms_scal,
+                           self.ms_par, self.fst, scores)  # fmt: skip
+        self.buf = buf[m * HOP :].copy()
+        self.frames += m
+        return scores
+
+
+def _sanitize(x: np.ndarray) -> tuple[np.ndarray, int]:
+    """float64 copy with NaN/inf replaced by 0, and how many were replaced."""
+    y = np.array(x, dtype=np.float64).reshape(-1)
+    bad = ~np.isfinite(y)
+    nb = int(np.count_nonzero(bad))
+    if nb:
+        y[bad] = 0.0
+    return y, nb
+
+
+def stat_sad_scores(x: np.ndarray, **params: Any) -> tuple[np.ndarray, int, int]:
+    """Soft scores of the whole signal ``x`` (float32, 8 kHz, mono), the kernels :class:`StatSAD` runs.
+
+    Frame ``j`` covers samples ``[j*hop, j*hop + win)``; there are ``(n - win)//hop + 1`` frames
+    (none when ``n < win``). Decision parameters of :class:`StatSAD` (threshold, hysteresis,
+    vote_*) are accepted and ignored, so the block's parameter dict can be passed as is.
+
+    Returns:
+        (scores float32 (frames,), hop = 256, win = 512).
+    """
+    p = _check_analysis({k: v for k, v in params.items() if k not in DECISION_DEFAULTS})
+    a = np.asarray(x)
+    if a.ndim == 2 and a.shape[1] == 1:
+        a = a[:, 0]
+    if a.ndim != 1:
+        raise ConfigError(f"stat_sad_scores needs a mono signal, got shape {np.shape(x)}")
+    y, _ = _sanitize(a)
+    an = _Analyzer(p)
+    return an.push(y).astype(np.float32), HOP, WIN
+
+
+@register("dsp.stat_sad")
+class StatSAD(WindowBlock):
+    """Statistical SAD (HF paper Fig. 5): a soft speech score per 32 ms frame, segments as events and tags.
+
+    Ports:
+        in: float32 mono audio at 8000 Hz (anything else: ConfigError; put ``dsp.resample`` in front).
+        out: float32 score in (0, 1), 1 channel, at 8000/256 = 31.25 Hz; item ``j`` is the score of
+            frame ``j`` = input items ``[origin + 256 j, origin + 256 j + 512)`` (origin: the start of
+            the stream or of the segment after a reset). Equal to :func:`stat_sad_scores`.
+    Parameters (all provisional: chosen by the spec's reasoning, not yet on data; to be tuned on
+    the dev split with ``streamkit eval sad``, a later step; no command has chosen them yet):
+        Analysis (see ``ANALYSIS_DEFAULTS`` for the source of each):
+        stages (2), gamma (24, stage 1; > 20 per the paper), gamma_next (1), g_min_db (-25 dB),
+        ms_subwindows U (8), ms_subwindow_frames V (4; MS window U*V*32 ms = 1.024 s),
+        highpass_hz (200) / highpass_order (2), lpc_tau_s (0.095 s), bands_hz ((300, 1000),
+        (1000, 2000), (2000, 3000)), energy_tau_s (0.03 s), noise_fall_tau_s (0.05 s),
+        noise_rise_db_s (3 dB/s), speech_fall_db_s (6 dB/s), kappa (0.4), min_margin_db (3 dB),
+        score_scale_db (1.5 dB), bands_needed (2).
+        Decision: threshold (0.5: score > 0.5 <=> >= bands_needed bands above their adaptive
+        threshold), hysteresis (0.1: speech continues while score > threshold - hysteresis),
+        vote_window (25, odd) and vote_min (12): the centred ">= 12 of 25" vote of sad-spec §2.5,
+        the first/last frame repeated at the edges.
+    Tags:
+        Input tags are not forwarded (``tag_policy`` CUSTOM). Adds ``sk:speech``
+        (:class:`~streamkit.core.tags.SpeechBoundary`, detector "stat") on the output, frame-exact:
+        ``start=True`` on the first speech frame (score = that frame's score), ``start=False`` on
+        the frame after the last one (score = mean segment score). A segment still open at the end
+        of the stream gets its end tag on the last item; one closed by a reset on the next item.
+    Events:
+        ``vad.segment`` (:class:`~streamkit.core.events.ActivitySegment`, detector "stat", score =
+        mean frame score of the segment, start_s/end_s = span / 8000) when a segment ends; span =
+        ``[origin + 256 a, origin + 256 (b - 1) + 512)`` input items for speech frames ``a..b-1``
+        (the union of their windows, sad-spec §1).
+    Latency:
+        ``256 + 12 * 256 = 3328`` input items (416 ms) after a frame's centre: the window's second
+        half plus the vote's 12 frames of look-ahead. The runtime hands the block windows of
+        ``512 + 12 * 256`` items; the last ``12`` frames are output by ``flush``.
+    State:
+        Kernel arrays (per stage: minimum-statistics vectors, ring of U sub-window minima, scalars;
+        LPC and band trackers), the last 256 samples, the hysteresis bit, pending frames' scores
+        and decisions, the open segment. ``reset()`` closes an open segment (event; end tag on the
+        next item), drops the pending frames' output items, and clears the rest. ``on_gap`` RESET.
+    Bad input:
+        NaN/inf samples are replaced by 0 before anything else and counted in
+        ``nonfinite_samples`` (never reach the state). |X|^2 is floored (``PSD_FLOOR``), so
+        silence and clipping give finite scores.
+    Notes:
+        A stream (or segment after a reset) shorter than ``512 + 12 * 256`` items gives no output.
+        Cost: one FFT and O(stages * 513) work per frame.
+    """
+
+    emits: ClassVar[tuple[str, ...]] = (VAD_SEGMENT,)
+    on_gap: ClassVar[GapPolicy] = GapPolicy.RESET
+    tag_policy: ClassVar[TagPolicy] = TagPolicy.CUSTOM
+
+    def __init__(self, *, name: str | None = None, **params: Any) -> None:
+        super().__init__(name=name)
+        dec = {k: params.pop(k) for k in list(params) if k in DECISION_DEFAULTS}
+        self.analysis = _check_analysis(params)
+        d = {**DECISION_DEFAULTS, **dec}
+        self.threshold = _num("threshold", d["threshold"])
+        self.hysteresis = _num("hysteresis", d["hysteresis"], 0.0)
+        self.vote_window = _int("vote_window", d["vote_window"], 1, 1001)
+        if self.vote_window % 2 == 0:
+            raise ConfigError(f"vote_window must be odd (a centred vote), got {self.vote_window}")
+        self.vote_min = _int("vote_min", d["vote_min"], 1, self.vote_window)
+        self.look = self.vote_window // 2  # frames of look-ahead D
+        self.window = WIN + self.look * HOP
+        self.hop = HOP
+        self.pad_start = 0
+        self.pad_end = 0
+        self.flush_partial = False
+        self.nonfinite_samples = 0
+        self._ctx: Context | None = None
+        self._an: _Analyzer | None = None
+
+    # -- description ---------------------------------------------------------------------------
+    def algorithmic_latency(self) -> int:
+        return WIN - WIN // 2 + self.look * HOP
+
+    @property
+    def delay(self) -> Fraction:
+        # output item j is frame j, centred on input item j*hop + win/2
+        return Fraction(-WIN, 2)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def negotiate(self, inputs: Mapping[str, StreamSpec]) -> dict[str, StreamSpec]:
+        spec = inputs["in"]
+        if spec.rate != RATE:
+            raise ConfigError(f"{self.name}: needs {RATE} Hz input, got {float(spec.rate):g} Hz; put dsp.resample (to 8000 Hz) in front")
+        if spec.channels != 1:
+            raise ConfigError(f"{self.name}: needs mono input, got {spec.channels} channels")
+        if spec.dtype != np.float32:
+            raise ConfigError(f"{self.name}: needs float32 audio, got {spec.dtype}")
+        return {"out": StreamSpec(Fraction(RATE, HOP), 1, np.dtype(np.float32))}
+
+    def start(self, ctx: Context) -> None:
+        self._ctx = ctx
+        self._an = _Analyzer(self.analysis)
+        self._out_pos = 0  # absolute output index of the next item this block returns
+        self._clear()
+        # JIT warm-up (compile or cache load) on a read-only window batch shaped like real ones,
+        # with scratch state; the kernels only ever see float64 arrays the block makes itself
+        dummy = ctx.dummy_input("in", n=self.window + HOP)
+        v = np.lib.stride_tricks.as_strided(dummy, shape=(2, self.window, 1), strides=(HOP * dummy.strides[0], dummy.strides[0], dummy.strides[1]),
+                                            writeable=False)  # fmt: skip
+        y, _ = _sanitize(v[0, :, 0])
+        scratch = _Analyzer(self.analysis)
+        s = scratch.push(y)
+        hysteresis(s, 0.5, 0.4, np.zeros(1), np.empty(s.shape[0]))
+
+    def work_windows(self, frames: np.ndarray, start: int, ctx: Context) -> np.ndarray:
+        an = self._an
+        assert an is not None
+        if self._origin is None:
+            self._origin = start
+            new = np.concatenate([frames[0, :, 0], frames[1:, -HOP:, 0].reshape(-1)])
+        else:
+            new = frames[:, -HOP:, 0].reshape(-1)
+        y, nb = _sanitize(new)
+        if nb:
+            if self.nonfinite_samples == 0:
+                ctx.log.warning("%s: NaN/inf input samples replaced by 0", self.name)
+            self.nonfinite_samples += nb
+        scores = an.push(y)
+        out = self._decide(ctx, scores, final=False)
+        assert out.shape[0] == frames.shape[0]
+        return out
+
+    def reset(self, cause: Gap | None = None) -> None:
+        if self._ctx is None or self._an is None:
+            return
+        if self._origin is not None:
+            self._decide(self._ctx, np.zeros(0), final=True, emit_items=False)
+        self._clear()
+
+    def flush(self, ctx: Context) -> np.ndarray | None:
+        if self._origin is None:
+            return None
+        out = self._decide(ctx, np.zeros(0), final=True)
+        self._clear()
+        return out if out.shape[0] else None
+
+    def stop(self) -> None:
+        self._ctx = None
+
+    def apply_params(self, changes: Mapping[str, Any]) -> None:
+        """Only threshold and hysteresis may change while running."""
+        bad = set(changes) - {"threshold", "hysteresis"}
+        if bad:
+            raise ConfigError(f"{self.name}: {sorted(bad)} cannot change while running; build a new graph")
+        self.threshold = _num("threshold", changes.get("threshold", self.threshold))
+        self.hysteresis = _num("hysteresis", changes.get("hysteresis", self.hysteresis), 0.0)
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _clear(self) -> None:
+        assert self._an is not None
+        self._an.reset()
+        self._origin: int | None = None  # input index of frame 0
+        self._nout = 0  # frames output since the origin
+        self._hyst = np.zeros(1)
+        self._dh = np.zeros(0)  # decisions of frames nout - D .. processed - 1 (left edge repeated)
+        self._sc = np.zeros(0)  # scores of frames nout .. processed - 1
+        self._open = False
+        self._start_tagged = False
+        self._seg_start = 0
+        self._seg_sum = 0.0
+
+    def _decide(self, ctx: Context, scores: np.ndarray, final: bool, emit_items: bool = True) -> np.ndarray:
+        """Decide the frames whose look-ahead is complete (all pending ones when ``final``); tags/events."""
+        D = self.look
+        if scores.shape[0]:
+            dec = np.empty(scores.shape[0])
+            hysteresis(scores, self.threshold, self.threshold - self.hysteresis, self._hyst, dec)
+            if self._nout == 0 and self._dh.shape[0] == 0:
+                dec = np.concatenate([np.full(D, dec[0]), dec])  # left edge
+            self._dh = np.concatenate([self._dh, dec])
+            self._sc = np.concatenate([self._sc, scores])
+        dh, sc = self._dh, self._sc
+        if final:
+            if sc.shape[0] == 0:
+                dh = dh[:0]
+            else:
+                dh = np.concatenate([dh, np.full(D, dh[-1])])  # right edge
+            n = sc.shape[0]
+        else:
+            n = max(dh.shape[0] - 2 * D, 0)
+        cs = np.concatenate([[0.0], np.cumsum(dh)])
+        votes = cs[2 * D + 1 : 2 * D + 1 + n] - cs[:n]
+        speech = votes >= self.vote_min
+        self._transitions(ctx, speech, sc[:n], emit_items)
+        if final and self._open:
+            self._close(ctx, self._nout + n, at=self._out_pos + (n if emit_items else 0))
+        out = sc[:n].astype(np.float32).reshape(n, 1)
+        self._dh = dh[n:] if not final else np.zeros(0)
+        self._sc = sc[n:] if not final else np.zeros(0)
+        self._nout += n
+        if emit_items:
+            self._out_pos += n
+        return out
+
+    def _transitions(self, ctx: Context, speech: np.ndarray, sc: np.ndarray, tag: bool) -> None:
+        """Open/close segments at the vote's edges; ``tag`` False (reset): these items are never output."""
+        n = speech.shape[0]
+        if n == 0:
+            return
+        prev = np.concatenate([[self._open], speech[:-1]])
+        edges = np.flatnonzero(speech != prev)
+        last = 0
+        for i in edges:
+            i = int(i)
+            if self._open:
+                self._seg_sum += float(np.sum(sc[last:i], dtype=np.float64))
+                self._close(ctx, self._nout + i, at=self._out_pos + (i if tag else 0))
+            else:
+                self._open = True
+                self._seg_start = self._nout + i
+                self._seg_sum = 0.0
+                self._start_tagged = tag
+                if tag:
+                    ctx.add_tag(self._out_pos + i, SPEECH, SpeechBoundary(True, DETECTOR, float(sc[i])))
+            last = i
+        if self._open:
+            self._seg_sum += float(np.sum(sc[last:n], dtype=np.float64))
+
+    def _close(self, ctx: Context, end_frame: int, at: int) -> None:
+        """End the open segment before frame ``end_frame``; end tag at output index ``at``."""
+        a = self._seg_start
+        score = self._seg_sum / max(end_frame - a, 1)
+        origin = self._origin or 0
+        lo, hi = origin + a * HOP, origin + (end_frame - 1) * HOP + WIN
+        if self._start_tagged:  # no end tag for a segment whose start never reached the output
+            ctx.add_tag(at, SPEECH, SpeechBoundary(False, DETECTOR, score))
+        ctx.emit(VAD_SEGMENT, ActivitySegment(DETECTOR, score, lo / RATE, hi / RATE), span=(lo, hi))
+        self._open = False
+        self._seg_sum = 0.0
