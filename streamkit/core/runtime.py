@@ -628,15 +628,7 @@ class Runner:
                 raise
             y, extra = self._failed(node, exc, bstart, x, n)
         if n or y is not None:
-            if not node.first_done and n:
-                node.first_done = True
-                m.first_call_ns = dt
-                m.first_call_items = n
-            else:
-                m.busy_ns += dt
-                if dt > m.max_call_ns:
-                    m.max_call_ns = dt
-            m.calls += 1
+            self._count_call(node, dt, n)
         m.items_in += n
         node.in_index += n - filled
         self._emit_output(node, y, out_tags, extra)
@@ -684,17 +676,24 @@ class Runner:
             node.consecutive_errors = 0
         except Exception as exc:
             self._failed(node, exc, start, x, n)
-        dt = _perf() - t0
+        self._count_call(node, _perf() - t0, n)
+        m.items_in += n
+        node.in_index += n
+
+    @staticmethod
+    def _count_call(node: _Node, dt: int, n: int) -> None:
+        """Account one call: the first call with items is the warm-up, kept apart from busy time.
+        (The SyncBlock fast path in :meth:`_push` does the same inline.)"""
+        m = node.m
         if not node.first_done and n:
             node.first_done = True
             m.first_call_ns = dt
             m.first_call_items = n
         else:
             m.busy_ns += dt
-            m.max_call_ns = max(m.max_call_ns, dt)
+            if dt > m.max_call_ns:
+                m.max_call_ns = dt
         m.calls += 1
-        m.items_in += n
-        node.in_index += n
 
     def _after_failure(self, node: _Node, n: int, y: np.ndarray | None, extra: list[Tag]) -> None:
         node.in_index += n
@@ -821,15 +820,7 @@ class Runner:
                     raise BlockError(node.name, (node.out_index, node.out_index + n), ValueError(f"source produced {x.shape[1]} channels, spec says {spec.channels}"))
                 x = x.astype(spec.dtype)
             m = node.m
-            if not node.first_done and n:
-                node.first_done = True
-                m.first_call_ns = dt
-                m.first_call_items = n
-            else:
-                m.busy_ns += dt
-                if dt > m.max_call_ns:
-                    m.max_call_ns = dt
-            m.calls += 1
+            self._count_call(node, dt, n)
             m.items_out += n
             m.items_in += n
             self._ingest_mono = time.monotonic_ns()

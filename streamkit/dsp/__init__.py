@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from streamkit.dsp.energy_vad import EnergyVAD, VadDecision, VadState, VadStateMachine
     from streamkit.dsp.highpass import Highpass
+    from streamkit.dsp.iq import IqReal
     from streamkit.dsp.level import LevelMeter
     from streamkit.dsp.passthrough import Gain, PassThrough
     from streamkit.dsp.resample import Resample
-    from streamkit.dsp.iq import IqReal
     from streamkit.dsp.stat_sad import StatSAD, stat_sad_scores
     from streamkit.dsp.stft import ISTFT, STFT
 

@@ -35,8 +35,23 @@ from streamkit.core.registry import register
 from streamkit.core.tags import SPEECH, Gap, SpeechBoundary
 from streamkit.core.types import StreamSpec
 from streamkit.dsp.kernels.minstat import (
-    C_A_E, C_A_LPC, C_A_ND, C_DMIN, C_EPS, C_FALL, C_FLOOR, C_GMIN2, C_KAPPA, C_NEED, C_RISE, C_SCALE, F_BANDS, N_CFG,
-    hysteresis, minstat_params, stat_sad_batch,
+    C_A_E,
+    C_A_LPC,
+    C_A_ND,
+    C_DMIN,
+    C_EPS,
+    C_FALL,
+    C_FLOOR,
+    C_GMIN2,
+    C_KAPPA,
+    C_NEED,
+    C_RISE,
+    C_SCALE,
+    F_BANDS,
+    N_CFG,
+    hysteresis,
+    minstat_params,
+    stat_sad_batch,
 )  # fmt: skip
 
 VAD_SEGMENT = "vad.segment"
