@@ -11,7 +11,7 @@ import pytest
 from streamkit.core.errors import ConfigError
 from streamkit.core.events import ActivitySegment
 from streamkit.core.tags import SPEECH, Gap, GapCause, SpeechBoundary
-from streamkit.dsp.kernels.minstat import minstat_params, minstat_state, minstat_track, mh_value
+from streamkit.dsp.kernels.minstat import mh_value, minstat_params, minstat_state, minstat_track
 from streamkit.dsp.stat_sad import HOP, WIN, StatSAD, stat_sad_scores
 from streamkit.testing import assert_chunking_invariant, run_block
 
