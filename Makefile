@@ -14,4 +14,5 @@ bench: setup
 	.venv/bin/python benchmarks/engine_overhead.py
 
 lint: setup
+	.venv/bin/python -m pip install -q -e ".[dev]"
 	.venv/bin/python -m ruff check streamkit tests benchmarks examples
