@@ -137,6 +137,17 @@ def _load_station_file(path: str) -> list[str]:
     return out
 
 
+def cmd_corpus(a: argparse.Namespace) -> int:
+    if a.what == "hf":
+        from streamkit.data.hf_corpus import add_corpus_arguments, run_from_args
+
+        p = argparse.ArgumentParser(prog="streamkit corpus hf", description="Generate the parallel HF speech corpus: espeak-ng speech in the "
+                                    "paper's layout, through the HF channel simulator, with sample-exact labels and RTTM, train/dev/eval splits.")  # fmt: skip
+        add_corpus_arguments(p)
+        return int(run_from_args(p.parse_args(list(a.args))) or 0)
+    raise CliError(f"unknown corpus {a.what!r}")
+
+
 def cmd_emulate(a: argparse.Namespace) -> int:
     from streamkit.io.kiwi_emulator import main as emulator_main
 
@@ -271,6 +282,12 @@ def build_parser() -> argparse.ArgumentParser:
     em.add_argument("what", choices=["kiwi"], help="kiwi: a KiwiSDR-compatible WebSocket server (real protocol, programmable signals, faults)")
     em.add_argument("args", nargs=argparse.REMAINDER, help="options of the emulator (see `streamkit emulate kiwi --help`)")
     em.set_defaults(func=cmd_emulate)
+
+    co = sub.add_parser("corpus", help="generate a corpus: `corpus hf` is the parallel HF speech corpus",
+                        description="Generate a corpus. `streamkit corpus hf --help` lists the HF corpus options.")  # fmt: skip
+    co.add_argument("what", choices=["hf"], help="hf: espeak-ng speech through the HF channel simulator, with labels and RTTM")
+    co.add_argument("args", nargs=argparse.REMAINDER, help="options of the generator (see `streamkit corpus hf --help`)")
+    co.set_defaults(func=cmd_corpus)
 
     mic = sub.add_parser("mic", help="live microphone demo: level meter and detector events", description="Live microphone demo: level meter and the events of the detectors.")
     mic.add_argument("--device", default=None, help="input device index or name substring (see `streamkit devices`)")

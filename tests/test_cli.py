@@ -29,7 +29,7 @@ def test_version():
     assert r.returncode == 0 and r.stdout.startswith("streamkit ")
 
 
-@pytest.mark.parametrize("cmd", ["monitor", "mic", "run", "bench", "devices", "blocks", "describe", "emulate"])
+@pytest.mark.parametrize("cmd", ["monitor", "mic", "run", "bench", "devices", "blocks", "describe", "emulate", "corpus"])
 def test_help_on_each_command(cmd, capsys):
     with pytest.raises(SystemExit) as ei:
         main([cmd, "--help"])
@@ -40,6 +40,11 @@ def test_help_on_each_command(cmd, capsys):
 def test_emulate_kiwi_help():
     r = run_cli("emulate", "kiwi", "--help")
     assert r.returncode == 0 and "--fault" in r.stdout and "--sample-rate" in r.stdout
+
+
+def test_corpus_hf_help():
+    r = run_cli("corpus", "hf", "--help")
+    assert r.returncode == 0 and "--hours" in r.stdout and "--seed" in r.stdout
 
 
 def test_missing_graph_file_is_one_line_error(tmp_path):

@@ -1,0 +1,513 @@
+"""Simulated HF SAD corpus in the layout of the ham_radio database (espeak-ng speech + HF channel).
+
+``streamkit corpus hf --out DIR --hours H --seed S [--severity X] [--jobs N]``
+
+Each file is one *sequence* as in the database paper: 5 speech segments of 1-8 s separated by
+8-30 s of silence (plus 4-15 s of silence before the first and after the last segment, i.e. a
+continuous recording cut in the middle of its silences; files last 33-190 s, 117 s on average).
+Speech comes from espeak-ng (:mod:`streamkit.data.tts`): one speaker (language voice + variant)
+per file, random rate and pitch per file, random words from the built-in pool of the voice's
+language; each segment is cut to its drawn length at a pause between words where possible.
+The clean 8 kHz track goes through :func:`streamkit.data.hf_channel.simulate` with
+``ChannelParams.random(rng, severity)``.
+
+Labels come from the clean track: 10 ms frames whose RMS is within 45 dB of the file's loudest
+frame are speech; interval edges are refined to the first/last sample above that level inside the
+edge frames; pauses ≤ 200 ms are merged, and specks < 50 ms are dropped. They are stored
+sample-exact (``labels/<id>.json``, half-open ``[start, stop)`` at 8 kHz) and as RTTM.
+
+Layout of ``DIR``::
+
+    manifest.json                    command, seed, severity, espeak-ng version, voices and files per split
+    <split>/audio/<id>.wav           received audio, PCM_16, 8 kHz (the SAD input)
+    <split>/clean/<id>.wav           clean TTS track, PCM_16, 8 kHz (parallel clean data)
+    <split>/rttm/<id>.rttm           speech segments
+    <split>/labels/<id>.json         intervals (samples), segments with texts, voice, channel params, metrics
+
+Splits (train/dev/eval) use disjoint speakers: the (language, variant) pairs are shuffled with the
+seed and partitioned by the split fractions. Every file has its own random stream
+(``SeedSequence([seed, split, index])``), so the output is identical for any ``--jobs``.
+
+Metrics per file (for the Table 1 analogue, :func:`corpus_table`), ``c`` = clean, ``r`` = received,
+``ρ = <c, r> / (|c| |r|)``, whole file:
+
+* ``sdr_db`` = 10·log10(|c|² / |r − c|²), no scaling. The database's SDR is negative (-8 dB on
+  average), which a scale-optimised SDR cannot be: with ``r`` optimally scaled,
+  |c − a·r|² = |c|²(1 − ρ²) ≤ |c|², so that SDR = −10·log10(1 − ρ²) ≥ 0. It is stored as
+  ``sdr_scaled_db`` for reference. The unscaled value depends on the receiver's AGC gain.
+* ``si_sdr_db`` = 10·log10(ρ² / (1 − ρ²)): projection-based scale-invariant SDR (Le Roux et al. 2019).
+* ``stoi``: pystoi's STOI (classic, not extended) of the speech segments ± 0.5 s, concatenated
+  (STOI drops the clean track's silent frames anyway; this is 4× cheaper than the whole file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import soundfile as sf
+
+from streamkit.data.hf_channel import RATE, ChannelParams, simulate
+from streamkit.data.tts import Voice, espeak_version, list_voices, random_text, require_espeak, synthesize
+from streamkit.eval.rttm import merge_intervals, write_rttm
+
+__all__ = [
+    "FORMAT",
+    "SPLITS",
+    "add_corpus_arguments",
+    "clean_labels",
+    "corpus_table",
+    "file_metrics",
+    "generate",
+    "run_from_args",
+]
+
+FORMAT = "streamkit-hf-corpus/1"
+SPLITS = ("train", "dev", "eval")
+
+N_SEGMENTS = 5
+SEG_S = (1.0, 8.0)
+GAP_S = (8.0, 30.0)
+EDGE_S = (4.0, 15.0)
+RATE_WPM = (130, 210)
+PITCH = (25, 75)
+PEAK_DB = (-6.0, -1.0)
+
+FRAME = 80  # 10 ms at 8 kHz
+ACTIVE_DB = -45.0  # frame RMS re the loudest frame of the file
+MERGE_GAP = 1600  # 200 ms: pauses up to this are speech
+MIN_SPEECH = 400  # 50 ms: shorter specks are dropped
+STOI_MARGIN = 4000  # 0.5 s around each segment for STOI
+
+
+# --------------------------------------------------------------------------------------------
+# labels and metrics
+# --------------------------------------------------------------------------------------------
+
+
+def _frame_rms(x: np.ndarray) -> np.ndarray:
+    n = len(x) // FRAME * FRAME
+    f = x[:n].astype(np.float64).reshape(-1, FRAME)
+    r = np.sqrt(np.mean(f * f, axis=1))
+    if n < len(x):
+        tail = x[n:].astype(np.float64)
+        r = np.r_[r, math.sqrt(float(np.mean(tail * tail)))]
+    return r
+
+
+def clean_labels(clean: np.ndarray, *, active_db: float = ACTIVE_DB, merge_gap: int = MERGE_GAP, min_speech: int = MIN_SPEECH) -> np.ndarray:
+    """Speech intervals ``(k, 2)`` int64 (half-open samples) of a clean track, energy-based.
+
+    10 ms frames within ``active_db`` of the loudest frame are active; each interval's edges move
+    to the first/last sample above that level in its edge frames; gaps ≤ ``merge_gap`` samples are
+    merged, then intervals shorter than ``min_speech`` samples dropped.
+    """
+    x = np.asarray(clean, dtype=np.float32)
+    if x.size == 0:
+        return np.zeros((0, 2), np.int64)
+    rms = _frame_rms(x)
+    top = float(rms.max())
+    if top <= 0:
+        return np.zeros((0, 2), np.int64)
+    thr = top * 10 ** (active_db / 20)
+    act = rms > thr
+    d = np.diff(act.astype(np.int8), prepend=np.int8(0), append=np.int8(0))
+    f0, f1 = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+    out = []
+    n = len(x)
+    for a, b in zip(f0.tolist(), f1.tolist()):
+        s0, s1 = a * FRAME, min(b * FRAME, n)
+        head = np.flatnonzero(np.abs(x[s0 : min(s0 + FRAME, s1)]) > thr)
+        tail = np.flatnonzero(np.abs(x[max(s1 - FRAME, s0) : s1]) > thr)
+        start = s0 + int(head[0]) if head.size else s0
+        stop = max(s1 - FRAME, s0) + int(tail[-1]) + 1 if tail.size else s1
+        if stop > start:
+            out.append((start, stop))
+    iv = np.asarray(out, np.int64).reshape(-1, 2)
+    if len(iv):
+        # merge pauses <= merge_gap: widen the stops, merge, then restore the true stop
+        wide = iv.copy()
+        wide[:, 1] += merge_gap
+        m = merge_intervals(wide)
+        m[:, 1] -= merge_gap
+        iv = m[(m[:, 1] - m[:, 0]) >= min_speech]
+    return iv.astype(np.int64)
+
+
+def file_metrics(
+    clean: np.ndarray, received: np.ndarray, segments: Sequence[tuple[int, int]] | None = None, *, stoi: bool = True
+) -> dict[str, float | None]:
+    """SDR (unscaled and optimally scaled), SI-SDR and STOI of one file (see the module doc)."""
+    c = np.asarray(clean, np.float64)
+    r = np.asarray(received, np.float64)
+    cc, rr, cr = float(c @ c), float(r @ r), float(c @ r)
+    e = r - c
+    ee = float(e @ e)
+    tiny = 1e-20
+    rho2 = min(cr * cr / max(cc * rr, tiny), 1 - 1e-12)
+    out: dict[str, float | None] = {
+        "sdr_db": round(10 * math.log10(max(cc, tiny) / max(ee, tiny)), 4),
+        "sdr_scaled_db": round(-10 * math.log10(1 - rho2), 4),
+        "si_sdr_db": round(10 * math.log10(max(rho2, tiny) / (1 - rho2)), 4),
+        "stoi": None,
+    }
+    if stoi:
+        from pystoi import stoi as _stoi
+
+        if segments:
+            n = len(c)
+            regions = merge_intervals([(max(0, a - STOI_MARGIN), min(n, b + STOI_MARGIN)) for a, b in segments])
+            c2 = np.concatenate([c[a:b] for a, b in regions])
+            r2 = np.concatenate([r[a:b] for a, b in regions])
+        else:
+            c2, r2 = c, r
+        out["stoi"] = round(float(_stoi(c2, r2, RATE, extended=False)), 5)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# one file
+# --------------------------------------------------------------------------------------------
+
+
+def _trim(x: np.ndarray) -> np.ndarray:
+    rms = _frame_rms(x)
+    if rms.size == 0 or rms.max() <= 0:
+        return x[:0]
+    act = np.flatnonzero(rms > rms.max() * 10 ** (ACTIVE_DB / 20))
+    return x[act[0] * FRAME : min((act[-1] + 1) * FRAME, len(x))]
+
+
+def _cut(x: np.ndarray, n_target: int) -> np.ndarray:
+    """Cut speech to at most ``n_target`` samples, at a pause between words where there is one."""
+    if len(x) <= n_target:
+        return x
+    rms = _frame_rms(x[: n_target + FRAME])
+    quiet = rms < rms.max() * 10 ** (ACTIVE_DB / 20)
+    lo = max(int(0.6 * n_target), RATE) // FRAME  # keep at least 60 % of the drawn length (and 1 s)
+    hi = n_target // FRAME
+    # the last run of >= 2 quiet frames ending before the target: cut at its start
+    cand = [i for i in range(hi - 1, lo, -1) if quiet[i] and quiet[i - 1]]
+    if cand:
+        i = cand[0]
+        while i > lo and quiet[i - 1]:
+            i -= 1
+        return _trim(x[: i * FRAME])
+    y = x[:n_target].copy()
+    fade = min(160, len(y))  # 20 ms
+    y[-fade:] *= np.linspace(1, 0, fade, dtype=np.float32)
+    return y
+
+
+def _speech_segment(rng: np.random.Generator, voice: Voice, n_target: int, rate_wpm: int, pitch: int) -> tuple[np.ndarray, str]:
+    secs = n_target / RATE
+    parts: list[np.ndarray] = []
+    texts: list[str] = []
+    have = 0
+    for _ in range(6):
+        n_words = int(math.ceil((secs - have / RATE) * rate_wpm / 60 * 1.4)) + 2
+        text = random_text(rng, voice.text_language, n_words)
+        y = _trim(synthesize(text, voice, rate_wpm=rate_wpm, pitch=pitch))
+        if y.size == 0:
+            continue
+        if parts:
+            parts.append(np.zeros(int(0.3 * RATE), np.float32))  # a sentence pause
+        parts.append(y)
+        texts.append(text)
+        have = sum(len(p) for p in parts)
+        if have >= n_target:
+            break
+    x = np.concatenate(parts) if parts else np.zeros(0, np.float32)
+    x = _cut(x, n_target)
+    # start and end where the labels will: no leading/trailing specks or quiet edges
+    iv = clean_labels(x)
+    x = x[iv[0, 0] : iv[-1, 1]] if len(iv) else x[:0]
+    # text is the full synthesised text; the audio may stop inside it (cut at a word pause)
+    return x, " ".join(texts)
+
+
+def _plan(seed: int, split_idx: int, index: int) -> dict[str, Any]:
+    """Layout draws of one file (lengths in samples); its own stream, cheap, no TTS."""
+    rng = np.random.default_rng(np.random.SeedSequence([seed, split_idx, index, 0]))
+
+    def draw(lo_hi: tuple[float, float]) -> int:  # whole 10 ms frames: segments start on the label frame grid
+        return int(round(rng.uniform(*lo_hi) * RATE / FRAME)) * FRAME
+
+    segs = [draw(SEG_S) for _ in range(N_SEGMENTS)]
+    gaps = [draw(EDGE_S)] + [draw(GAP_S) for _ in range(N_SEGMENTS - 1)] + [draw(EDGE_S)]
+    return {"segs": segs, "gaps": gaps, "n": sum(segs) + sum(gaps)}
+
+
+def _to_i16(x: np.ndarray) -> np.ndarray:
+    """PCM_16 samples (x * 32767, rounded, clipped); written as int16 so the WAV holds exactly them."""
+    return np.clip(np.round(np.asarray(x, np.float64) * 32767), -32768, 32767).astype(np.int16)
+
+
+def _make_file(task: dict[str, Any]) -> dict[str, Any]:
+    seed, si, idx = task["seed"], task["split_idx"], task["index"]
+    split, fid, out = task["split"], task["id"], Path(task["out"])
+    plan = _plan(seed, si, idx)
+    rng = np.random.default_rng(np.random.SeedSequence([seed, si, idx, 1]))
+    voice = Voice.parse(task["voices"][int(rng.integers(len(task["voices"])))])
+    rate_wpm = int(rng.integers(RATE_WPM[0], RATE_WPM[1] + 1))
+    pitch = int(rng.integers(PITCH[0], PITCH[1] + 1))
+    peak = 10 ** (rng.uniform(*PEAK_DB) / 20)
+    clean = np.zeros(plan["n"], np.float32)
+    pos = plan["gaps"][0]
+    segments = []
+    for k in range(N_SEGMENTS):
+        x, text = _speech_segment(rng, voice, plan["segs"][k], rate_wpm, pitch)
+        if x.size:
+            x = x * np.float32(peak / max(float(np.abs(x).max()), 1e-9))
+            clean[pos : pos + len(x)] = x
+        segments.append({"start": pos, "stop": pos + len(x), "text": text})
+        pos += plan["segs"][k] + plan["gaps"][k + 1]
+    # what PCM_16 stores is what the labels and metrics see
+    clean_i16 = _to_i16(clean)
+    clean = clean_i16.astype(np.float32) / np.float32(32767)
+    intervals = clean_labels(clean)
+    params = ChannelParams.random(rng, task["severity"])
+    sim = simulate(clean, params)
+    received_i16 = _to_i16(sim.received)
+    received = received_i16.astype(np.float32) / np.float32(32767)
+    metrics = file_metrics(clean, received, [(s["start"], s["stop"]) for s in segments], stoi=task["metrics"]) if task["metrics"] else {}
+
+    d = out / split
+    sf.write(d / "audio" / f"{fid}.wav", received_i16, RATE, subtype="PCM_16")
+    if task["write_clean"]:
+        sf.write(d / "clean" / f"{fid}.wav", clean_i16, RATE, subtype="PCM_16")
+    write_rttm(d / "rttm" / f"{fid}.rttm", {fid: intervals}, RATE)
+    speech = int((intervals[:, 1] - intervals[:, 0]).sum())
+    label = {
+        "id": fid,
+        "split": split,
+        "rate": RATE,
+        "n_samples": int(plan["n"]),
+        "voice": voice.name,
+        "tts": {"engine": "espeak-ng", "rate_wpm": rate_wpm, "pitch": pitch, "peak_dbfs": round(20 * math.log10(peak), 3)},
+        "segments": segments,
+        "intervals": intervals.tolist(),
+        "speech_samples": speech,
+        "channel": sim.params.to_dict(),
+        "metrics": metrics,
+    }
+    (d / "labels" / f"{fid}.json").write_text(json.dumps(label, ensure_ascii=False, indent=1), encoding="utf-8")
+    return {
+        "id": fid,
+        "voice": voice.name,
+        "n_samples": int(plan["n"]),
+        "speech_samples": speech,
+        **{k: v for k, v in metrics.items() if v is not None},
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# corpus
+# --------------------------------------------------------------------------------------------
+
+
+def _partition_voices(seed: int, fractions: Sequence[float]) -> list[list[str]]:
+    voices = [v.name for v in list_voices()]
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 7919]))
+    order = [voices[i] for i in rng.permutation(len(voices))]
+    fr = np.asarray(fractions, float) / float(sum(fractions))
+    counts = [max(1, int(round(f * len(order)))) for f in fr[1:]]
+    first = len(order) - sum(counts)
+    if first < 1:
+        raise ValueError(f"too few voices ({len(order)}) for {len(fractions)} splits")
+    out, i = [], 0
+    for c in [first, *counts]:
+        out.append(sorted(order[i : i + c]))
+        i += c
+    return out
+
+
+def generate(
+    out_dir: str | os.PathLike[str],
+    hours: float,
+    seed: int = 0,
+    severity: float = 0.5,
+    splits: Sequence[float] = (0.8, 0.1, 0.1),
+    *,
+    jobs: int = 1,
+    metrics: bool = True,
+    write_clean: bool = True,
+    progress: Any = None,
+) -> dict[str, Any]:
+    """Write a corpus of about ``hours`` hours under ``out_dir``; returns (and writes) the manifest.
+
+    Each split gets files until its share of ``hours`` is reached (at least one file). The result
+    depends only on ``seed``, ``severity``, ``splits``, ``hours`` and the espeak-ng version, not on
+    ``jobs``. ``progress(done, total, audio_seconds, wall_seconds)`` is called after every file.
+
+    Raises:
+        EspeakMissingError: espeak-ng is not installed (``apt-get install espeak-ng``).
+    """
+    require_espeak()
+    if hours <= 0:
+        raise ValueError(f"hours must be > 0, got {hours}")
+    if len(splits) != len(SPLITS) or any(f < 0 for f in splits) or sum(splits) <= 0:
+        raise ValueError(f"splits must be {len(SPLITS)} non-negative fractions, got {splits}")
+    out = Path(out_dir)
+    voice_sets = _partition_voices(seed, splits)
+    tasks: list[dict[str, Any]] = []
+    tot = float(sum(splits))
+    for si, (name, frac) in enumerate(zip(SPLITS, splits)):
+        if frac <= 0:
+            continue
+        for sub in ("audio", "clean", "rttm", "labels") if write_clean else ("audio", "rttm", "labels"):
+            (out / name / sub).mkdir(parents=True, exist_ok=True)
+        target = hours * 3600 * RATE * frac / tot
+        have, idx = 0, 0
+        while have < target or idx == 0:
+            have += _plan(seed, si, idx)["n"]
+            tasks.append(
+                {
+                    "seed": seed,
+                    "split_idx": si,
+                    "index": idx,
+                    "split": name,
+                    "id": f"{name}_{idx:05d}",
+                    "out": str(out),
+                    "voices": voice_sets[si],
+                    "severity": float(severity),
+                    "metrics": metrics,
+                    "write_clean": write_clean,
+                }
+            )
+            idx += 1
+    t0 = time.perf_counter()
+    results: list[dict[str, Any]] = []
+    audio = 0
+    if jobs > 1:
+        import multiprocessing as mp
+
+        with mp.get_context("spawn").Pool(jobs) as pool:
+            for r in pool.imap(_make_file, tasks):
+                results.append(r)
+                audio += r["n_samples"]
+                if progress:
+                    progress(len(results), len(tasks), audio / RATE, time.perf_counter() - t0)
+    else:
+        for t in tasks:
+            r = _make_file(t)
+            results.append(r)
+            audio += r["n_samples"]
+            if progress:
+                progress(len(results), len(tasks), audio / RATE, time.perf_counter() - t0)
+    files: dict[str, list[dict[str, Any]]] = {}
+    for t, r in zip(tasks, results):
+        files.setdefault(t["split"], []).append(r)
+    manifest = {
+        "format": FORMAT,
+        "command": f"streamkit corpus hf --hours {hours:g} --seed {seed} --severity {severity:g}",
+        "seed": seed,
+        "hours": hours,
+        "severity": severity,
+        "splits": {n: f for n, f in zip(SPLITS, splits)},
+        "rate": RATE,
+        "espeak_ng": espeak_version(),
+        "voices": {n: voice_sets[i] for i, n in enumerate(SPLITS) if n in files},
+        "files": files,
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
+    return manifest
+
+
+def _mean(v: list[float]) -> float | None:
+    return float(np.mean(v)) if v else None
+
+
+def corpus_table(out_dir: str | os.PathLike[str]) -> str:
+    """The paper's Table 1 for a generated corpus: per split files, hours, speech %, voices
+    (distinct speakers used), mean SDR, SI-SDR and STOI (from the per-file metrics)."""
+    man = json.loads((Path(out_dir) / "manifest.json").read_text(encoding="utf-8"))
+    cols = ["split", "files", "hours", "speech %", "voices", "SDR dB", "SI-SDR dB", "STOI"]
+    rows = []
+    for name, fl in man["files"].items():
+        n = sum(f["n_samples"] for f in fl)
+        sp = sum(f["speech_samples"] for f in fl)
+
+        def fmt(key: str, spec: str, fl: list[dict[str, Any]] = fl) -> str:
+            m = _mean([f[key] for f in fl if f.get(key) is not None])
+            return "n/a" if m is None else format(m, spec)
+
+        rows.append(
+            [
+                name,
+                str(len(fl)),
+                f"{n / RATE / 3600:.3f}",
+                f"{100 * sp / max(n, 1):.2f}",
+                str(len({f["voice"] for f in fl})),
+                fmt("sdr_db", ".2f"),
+                fmt("si_sdr_db", ".2f"),
+                fmt("stoi", ".3f"),
+            ]
+        )
+    w = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
+    lines = ["  ".join(c.rjust(w[i]) for i, c in enumerate(cols)), "  ".join("-" * x for x in w)]
+    lines += ["  ".join(v.rjust(w[i]) for i, v in enumerate(r)) for r in rows]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# CLI (wired by the lead as `streamkit corpus hf`)
+# --------------------------------------------------------------------------------------------
+
+
+def add_corpus_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of ``streamkit corpus hf``."""
+    parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    parser.add_argument("--hours", type=float, default=2.0, help="total duration over all splits (default 2, the benchmark size)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0); the corpus depends only on it, --severity and --hours")
+    parser.add_argument("--severity", type=float, default=0.5, help="channel severity in [0, 1] for ChannelParams.random (default 0.5)")
+    parser.add_argument(
+        "--splits", type=float, nargs=3, default=(0.8, 0.1, 0.1), metavar=("TRAIN", "DEV", "EVAL"), help="split fractions (default 0.8 0.1 0.1)"
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1; the output does not depend on it)")
+    parser.add_argument("--no-metrics", action="store_true", help="skip SDR/STOI (faster; the table then shows n/a)")
+    parser.add_argument("--no-clean", action="store_true", help="do not write the clean tracks")
+    return parser
+
+
+def run_from_args(ns: argparse.Namespace) -> int:
+    """Run ``streamkit corpus hf`` from parsed arguments: progress on stderr, the table on stdout."""
+    from streamkit.data.tts import EspeakMissingError
+
+    def progress(done: int, total: int, audio_s: float, wall_s: float) -> None:
+        if done == total or done % 10 == 0:
+            print(
+                f"  {done}/{total} files, {audio_s / 3600:.3f} h audio in {wall_s:.1f} s ({audio_s / max(wall_s, 1e-9):.0f}x real time)",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    try:
+        generate(
+            ns.out,
+            ns.hours,
+            ns.seed,
+            ns.severity,
+            tuple(ns.splits),
+            jobs=max(1, ns.jobs),
+            metrics=not ns.no_metrics,
+            write_clean=not ns.no_clean,
+            progress=progress,
+        )
+    except EspeakMissingError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(corpus_table(ns.out))
+    return 0
+
+
+if __name__ == "__main__":  # python -m streamkit.data.hf_corpus --out DIR ...
+    raise SystemExit(run_from_args(add_corpus_arguments(argparse.ArgumentParser(prog="streamkit corpus hf")).parse_args()))
