@@ -148,6 +148,25 @@ def cmd_corpus(a: argparse.Namespace) -> int:
     raise CliError(f"unknown corpus {a.what!r}")
 
 
+def cmd_sad(a: argparse.Namespace) -> int:
+    from streamkit.eval.sad_cli import add_sad_arguments, run_sad
+
+    p = argparse.ArgumentParser(prog="streamkit sad", description="Run a SAD over WAV/FLAC files or directories (resampled to 8 kHz); write one RTTM per file.")
+    add_sad_arguments(p)
+    return int(run_sad(p.parse_args(list(a.args))) or 0)
+
+
+def cmd_eval(a: argparse.Namespace) -> int:
+    if a.what == "sad":
+        from streamkit.eval.sad_cli import add_eval_arguments, run_eval
+
+        p = argparse.ArgumentParser(prog="streamkit eval sad", description="Score SAD systems on a `streamkit corpus hf` corpus: dev-EER threshold applied "
+                                    "to eval, ROC plot, Markdown/JSON table.")  # fmt: skip
+        add_eval_arguments(p)
+        return int(run_eval(p.parse_args(list(a.args))) or 0)
+    raise CliError(f"unknown evaluation {a.what!r}")
+
+
 def cmd_emulate(a: argparse.Namespace) -> int:
     from streamkit.io.kiwi_emulator import main as emulator_main
 
@@ -289,6 +308,17 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("args", nargs=argparse.REMAINDER, help="options of the generator (see `streamkit corpus hf --help`)")
     co.set_defaults(func=cmd_corpus)
 
+    sa = sub.add_parser("sad", help="run a SAD over audio files or directories, write one RTTM per file", add_help=False,
+                        description="Run a SAD. `streamkit sad --help` lists the options.")  # fmt: skip
+    sa.add_argument("args", nargs=argparse.REMAINDER, help="see `streamkit sad --help`")
+    sa.set_defaults(func=cmd_sad)
+
+    ev = sub.add_parser("eval", help="evaluate: `eval sad` scores SAD systems on a generated corpus",
+                        description="Evaluate. `streamkit eval sad --help` lists the options.")  # fmt: skip
+    ev.add_argument("what", choices=["sad"], help="sad: the paper's protocol (collar, dev-EER threshold on eval, ROC)")
+    ev.add_argument("args", nargs=argparse.REMAINDER, help="see `streamkit eval sad --help`")
+    ev.set_defaults(func=cmd_eval)
+
     mic = sub.add_parser("mic", help="live microphone demo: level meter and detector events", description="Live microphone demo: level meter and the events of the detectors.")
     mic.add_argument("--device", default=None, help="input device index or name substring (see `streamkit devices`)")
     mic.add_argument("--rate", type=float, default=None, help="capture rate (default: the device's)")
@@ -330,7 +360,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    a = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "sad":  # everything after `sad` belongs to its own parser (--help included)
+        a = argparse.Namespace(cmd="sad", func=cmd_sad, args=argv[1:], verbose="-v" in argv[1:] or "--verbose" in argv[1:])
+    else:
+        a = parser.parse_args(argv)
     if a.cmd is None:
         parser.print_help()
         return EXIT_USAGE

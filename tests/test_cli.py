@@ -42,6 +42,15 @@ def test_emulate_kiwi_help():
     assert r.returncode == 0 and "--fault" in r.stdout and "--sample-rate" in r.stdout
 
 
+def test_sad_and_eval_help_and_errors(tmp_path):
+    r = run_cli("sad", "--help")
+    assert r.returncode == 0 and "--system" in r.stdout
+    r = run_cli("eval", "sad", "--help")
+    assert r.returncode == 0 and "--corpus" in r.stdout
+    r = run_cli("sad", str(tmp_path / "nope.wav"), "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "nope.wav" in r.stderr
+
+
 def test_corpus_hf_help():
     r = run_cli("corpus", "hf", "--help")
     assert r.returncode == 0 and "--hours" in r.stdout and "--seed" in r.stdout
