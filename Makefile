@@ -16,3 +16,4 @@ bench: setup
 lint: setup
 	.venv/bin/python -m pip install -q -e ".[dev]"
 	.venv/bin/python -m ruff check streamkit tests benchmarks examples
+	.venv/bin/python -m mypy --strict streamkit/core streamkit/protocols

@@ -81,8 +81,8 @@ class Block:
     outputs: ClassVar[tuple[str, ...]] = ("out",)
     emits: ClassVar[tuple[str, ...]] = ()
     tag_policy: ClassVar[TagPolicy] = TagPolicy.FORWARD
-    on_gap: ClassVar[GapPolicy] = GapPolicy.CONTINUE
-    on_error: ClassVar[ErrorPolicy] = ErrorPolicy.RESET
+    on_gap: GapPolicy = GapPolicy.CONTINUE  # class default; may be overridden per instance
+    on_error: ErrorPolicy = ErrorPolicy.RESET
     registry_name: ClassVar[str | None] = None
 
     #: parameters passed to __init__, recorded by __new__ so a graph can be written back to a file

@@ -296,7 +296,7 @@ class Graph:
                 raise ConfigError(f"graph spec: events[{i}] needs a 'sink'")
             sink = _instantiate(ev["sink"], f"events[{i}].sink", kind="event sink")
             kinds = ev.get("kinds")
-            g.subscribe(sink, kinds=[str(k) for k in kinds] if kinds is not None else None)  # type: ignore[arg-type]
+            g.subscribe(sink, kinds=[str(k) for k in kinds] if kinds is not None else None)
         run = spec.get("run") or {}
         if not isinstance(run, Mapping):
             raise ConfigError("graph spec: 'run' must be a mapping")

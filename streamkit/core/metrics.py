@@ -38,7 +38,7 @@ class BlockMetrics:
         return (self.busy_ns / 1e9) / (items / rate_in)
 
     def to_dict(self, rate_in: float | None = None) -> dict[str, Any]:
-        d = {
+        d: dict[str, Any] = {
             "calls": self.calls,
             "items_in": self.items_in,
             "items_out": self.items_out,

@@ -790,7 +790,7 @@ class Runner:
                 self._end_source(node, "duration reached")
                 return False
         if not node.live and not isinstance(self.mode, FreeRun):
-            speed = self.mode.speed  # type: ignore[union-attr]
+            speed = self.mode.speed
             due = node.t0 + (node.out_index + want) / (rate * speed)
             if now < due:
                 node.next_due = due
@@ -846,7 +846,7 @@ class Runner:
             node.in_index = node.out_index
         if r.end:
             self._end_source(node, "end of stream")
-        return n > 0
+        return bool(n > 0)
 
     def _source_tags(self, node: _Node, tags: list[Tag]) -> None:
         # anchors first, so that a gap event is timed by the fresh anchor at its offset
@@ -982,7 +982,7 @@ class Runner:
                 assert wb is not None
                 if wblk.pad_end:
                     wb.append(np.zeros((wblk.pad_end, wb.buf.shape[1]), wb.buf.dtype), real=False)
-                ys = []
+                ys: list[np.ndarray | None] = []
                 k = wb.count()
                 if k:
                     ys.append(wblk.work_windows(wb.frames(k), wb.pos, ctx))
@@ -995,8 +995,8 @@ class Runner:
                 tail = blk.flush(ctx)
                 if tail is not None:
                     ys.append(tail)
-                ys = [a for a in ys if a is not None]
-                y = np.concatenate(ys) if ys else None
+                parts = [a for a in ys if a is not None]
+                y = np.concatenate(parts) if parts else None
             else:
                 y = blk.flush(ctx)
         except Exception as exc:

@@ -88,9 +88,9 @@ class StreamSpec:
 
     def replace(self, **changes: Any) -> StreamSpec:
         """A copy with some fields changed."""
-        d = {"rate": self.rate, "channels": self.channels, "dtype": self.dtype}
-        d.update(changes)
-        return StreamSpec(**d)
+        return StreamSpec(
+            rate=changes.get("rate", self.rate), channels=changes.get("channels", self.channels), dtype=changes.get("dtype", self.dtype)
+        )
 
     def seconds(self, items: int) -> float:
         """Duration of ``items`` items in seconds."""
@@ -150,7 +150,7 @@ class Chunk:
 
     @property
     def stop(self) -> int:
-        return self.start + self.samples.shape[0]
+        return self.start + int(self.samples.shape[0])
 
     def __len__(self) -> int:
         return int(self.samples.shape[0])
