@@ -284,7 +284,7 @@ def main() -> int:
     out_path.write_text(json.dumps({
         "benchmark": "kiwi_adpcm", "rate_hz": RATE, "frame_bytes": FRAME_BYTES, "frames": n_frames, "audio_s": audio_s,
         "repeat": a.repeat, "pinned_cpu": a.cpu, "target_x_realtime": TARGET_X, "rows": rows, "notes": notes,
-        "native_library": str(native.library_path()) if native.available() else None,
+        "native_library": native.library_path().name if native.available() else None,
         "machine": mi, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "command": "python benchmarks/kiwi_adpcm.py " + " ".join(sys.argv[1:]),
     }, indent=2))  # fmt: skip

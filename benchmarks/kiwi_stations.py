@@ -759,7 +759,7 @@ def run_kiwirecorder(kr_dir: Path, k: int, compression: bool, seconds: float, wa
         "cpu_pct_per_station_max": 100.0 * float(np.nanmax(per)),
         "min_delivery_frac": min(delivered),
         "emulator_cpu_frac": sum(b - a for a, b in zip(ea, eb)) / T,
-        "command_example": " ".join(cmds[0]) if cmds else None,
+        "command_example": " ".join(["python", "kiwirecorder.py", *cmds[0][2:]]) if cmds else None,  # no machine paths in results
     }
 
 
@@ -841,7 +841,7 @@ def main() -> int:
         "client_cpu": client_cpu,
         "emulator_cpu": emu_cpu,
         "emulator_rx_chans_limit": limit,
-        "emulator_command": f"{sys.executable} -m streamkit.io.kiwi_emulator --host 127.0.0.1 --port 0 --rx-chans <min({limit}, N/shards)>",
+        "emulator_command": f"python -m streamkit.io.kiwi_emulator --host 127.0.0.1 --port 0 --rx-chans <min({limit}, N/shards)>",
         "criteria": {
             "delivery": f"per station: rate from first to last chunk in the window >= {100 * DELIVERY_MIN}% of the server rate, and items out of "
             f"the resampler >= {100 * DELIVERY_MIN}% of T x {OUT_RATE} less one frame and libsoxr's hold-back; last chunk "
