@@ -1,9 +1,9 @@
 """Sample-level speech activity detection (SAD) scoring with an OpenSAD-style no-score collar.
 
 This is the evaluation protocol of Heitkaemper et al., "A Database for Research on Detection and
-Enhancement of Speech Transmitted over HF links" (ITG 2021; ``/work/shared/papers/
+Enhancement of Speech Transmitted over HF links" (ITG 2021; ``shared/papers/
 hf-speech-database-and-sad.txt`` §4 "Evaluation"), as released in ``fgnt/ham_radio``
-``evaluation.py`` and ``padertorch/contrib/jensheit/eval_sad.py`` (``/work/shared/sad-spec.md``
+``evaluation.py`` and ``padertorch/contrib/jensheit/eval_sad.py`` (``shared/sad-spec.md``
 §5.1), with the NIST OpenSAD 2015 collar rules available as an option (sad-spec §5.2).
 
 Protocol choices, and where they come from
