@@ -10,7 +10,8 @@ import pytest
 import soundfile as sf
 
 from streamkit.data import tts
-from streamkit.data.hf_corpus import SPLITS, add_corpus_arguments, clean_labels, corpus_table, generate, run_from_args
+from streamkit.data.hf_channel import ChannelParams, simulate
+from streamkit.data.hf_corpus import SPLITS, add_corpus_arguments, clean_labels, corpus_table, file_metrics, generate, received_speech, run_from_args
 from streamkit.eval.rttm import read_rttm_intervals
 
 RATE = 8000
@@ -62,6 +63,23 @@ def test_clean_labels_merge_and_specks() -> None:
     assert abs(iv[1, 0] - 1.8 * RATE) <= 2 and abs(iv[1, 1] - 2.2 * RATE) <= 2
 
 
+def test_sdr_uses_received_speech_as_target() -> None:
+    """SDR target = AGC gain × received speech component (through the clock-offset step): a clean
+    channel scores high although fading, mistuning and the clock offset misalign it with the clean
+    track (SI-SDR re clean stays low); noise lowers it."""
+    t = np.arange(20 * RATE) / RATE
+    x = (0.3 * np.sin(2 * np.pi * 700 * t) * (np.sin(2 * np.pi * 0.25 * t) > 0)).astype(np.float32)
+    p = ChannelParams(profile="moderate", snr_db=None, mistune_hz=7.0, rate_offset_ppm=99.0, seed=4)
+    sdr = {}
+    for snr in (None, 10.0, 0.0):
+        sim = simulate(x, p.replace(snr_db=snr), diagnostics=True)
+        m = file_metrics(x, sim.received, target=received_speech(sim, len(x)), stoi=False)
+        sdr[snr] = m["sdr_db"]
+        if snr is None:
+            assert m["sdr_db"] > 30 and m["si_sdr_db"] < 0
+    assert sdr[None] > sdr[10.0] + 10 > sdr[0.0] + 10
+
+
 def test_files_labels_and_rttm(corpus: tuple[Path, dict]) -> None:
     out, man = corpus
     assert set(man["files"]) == set(SPLITS)
@@ -72,7 +90,7 @@ def test_files_labels_and_rttm(corpus: tuple[Path, dict]) -> None:
             fid = f["id"]
             lab = _labels(out, split, fid)
             n = lab["n_samples"]
-            assert n == f["n_samples"] and 30 * RATE < n < 200 * RATE
+            assert n == f["n_samples"] and 40 * RATE < n < 240 * RATE  # layout: 5 × 1-8 s + 4 × 12-38 s + 2 × 8-22 s
             rx, sr = sf.read(out / split / "audio" / f"{fid}.wav", dtype="float32")
             cl, _ = sf.read(out / split / "clean" / f"{fid}.wav", dtype="float32")
             assert sr == RATE and len(rx) == n and len(cl) == n and np.all(np.isfinite(rx))
@@ -104,10 +122,10 @@ def test_files_labels_and_rttm(corpus: tuple[Path, dict]) -> None:
             assert ch["speech_level_db"] is not None and "snr_db" in ch
             assert lab["voice"] in man["voices"][split]
             m = lab["metrics"]
-            assert 0 <= m["stoi"] <= 1 and np.isfinite(m["sdr_db"]) and m["sdr_scaled_db"] >= 0
+            assert 0 <= m["stoi"] <= 1 and -40 < m["sdr_db"] < 40 and np.isfinite(m["si_sdr_db"])
             total += n
             speech += lab["speech_samples"]
-    assert 5 <= 100 * speech / total <= 30
+    assert 5 <= 100 * speech / total <= 25  # calibrated to ~13.5 % (paper: close to 13 %); 0.02 h is 3-4 files
 
 
 def test_voices_disjoint(corpus: tuple[Path, dict]) -> None:
