@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import logging
 import random
 import threading
@@ -44,6 +45,7 @@ from streamkit.core.types import StreamSpec, as_fraction
 log = logging.getLogger("streamkit.kiwi")
 
 DEFAULT_RATE = "12001.188"
+_TS_COUNTER = itertools.count(1)
 
 
 # --------------------------------------------------------------------------- retry policy
@@ -352,7 +354,9 @@ class KiwiSource(Source):
             self.freq_khz, self.mode, self.low_cut, self.high_cut, password=self.password, user=self.user, compression=self.compression,
             agc=self.agc, man_gain=self.man_gain, keepalive_interval=self.keepalive_s, stall_timeout=self.stall_s,
         )  # fmt: skip
-        ts = (int(time.time() * 1000) + id(self)) & 0xFFFFFFFF
+        # a fresh <ts> per session (the server silently ignores a duplicate SND on the same <ts>, §1.2);
+        # the process-wide counter makes two stations started in the same millisecond differ
+        ts = (int(time.time() * 1000) + next(_TS_COUNTER)) & 0xFFFFFFFF
         uri = f"ws://{host}:{port}{proto.url_path(ts)}"
         ring = self._ring
         assert ring is not None
