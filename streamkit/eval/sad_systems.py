@@ -11,7 +11,7 @@ frame ``j`` covering samples ``[j*hop, j*hop + win)`` (the convention of
 Systems:
 
 * ``stat``: the statistical SAD (:func:`streamkit.dsp.stat_sad.stat_sad_scores`), hop 256, win 512,
-  default threshold 0.5 (the block's).
+  default threshold 0.225 (the block's: the tuned dev-EER threshold).
 * ``energy``: the energy-VAD baseline (:mod:`streamkit.dsp.energy_vad`) as a soft score. Per 20 ms
   frame (160 samples, no overlap): ``snr_db = e_db - floor`` with the block's noise floor (minimum
   of the frame energies over the last 3 s, causal) and its absolute gate (frames under -70 dBFS
@@ -170,7 +170,7 @@ def _have_webrtcvad() -> bool:
 
 def _build() -> dict[str, SadSystem]:
     systems = {
-        "stat": SadSystem("stat", _stat, 0.5, "statistical SAD (multi-stage Wiener + minimum statistics), hop 256 / win 512"),
+        "stat": SadSystem("stat", _stat, 0.225, "statistical SAD (multi-stage Wiener + minimum statistics), hop 256 / win 512"),
         "energy": SadSystem(
             "energy",
             energy_scores,

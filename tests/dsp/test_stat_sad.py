@@ -95,7 +95,7 @@ def test_instance():
     b = StatSAD()
     assert b.window == WIN + 12 * HOP and b.hop == HOP and b.look == 12
     assert b.algorithmic_latency() == 256 + 12 * 256
-    assert b.threshold == 0.5 and b.vote_window == 25 and b.vote_min == 12
+    assert b.threshold == 0.225 and b.vote_window == 25 and b.vote_min == 12
     assert b.params() == {}
     b2 = StatSAD(gamma=30.0, threshold=0.6, vote_window=1, vote_min=1)
     assert b2.params() == {"gamma": 30.0, "threshold": 0.6, "vote_window": 1, "vote_min": 1}
