@@ -100,7 +100,8 @@ def cmd_monitor(a: argparse.Namespace) -> int:
         where = ", ".join(stations) if stations else "the built-in KiwiSDR emulator on loopback (3 stations, 1 frame in 60 dropped)"
         print(f"streamkit {streamkit.__version__}: monitoring {where} for {a.duration:g} s of stream time; events -> {a.events}/", flush=True)
     res = run_monitor(stations, duration=a.duration, events_dir=a.events, record_dir=a.record, password=a.password or "",
-                      compression=a.compression, console=not a.quiet, stall_s=a.stall, max_retries=a.max_retries)  # fmt: skip
+                      compression=a.compression, console=not a.quiet, stall_s=a.stall, max_retries=a.max_retries,
+                      detectors=("energy", "stat") if a.sad == "both" else (a.sad,))  # fmt: skip  # fmt: skip
     if a.quiet:
         for st in res["stations"].values():
             print(_summary_line(st))
@@ -293,6 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--no-compression", dest="compression", action="store_false", help="16-bit PCM transport")
     m.add_argument("--stall", type=float, default=10.0, help="reconnect after S seconds without data (default 10)")
     m.add_argument("--max-retries", type=int, default=None, help="give a station up after N failed reconnects in a row (default: retry forever)")
+    m.add_argument("--sad", choices=["energy", "stat", "both"], default="energy",
+                   help="speech activity detector: energy (baseline, default), stat (the statistical SAD, dsp.stat_sad) or both")  # fmt: skip
     m.add_argument("--quiet", action="store_true", help="no live view; print a one-line summary per station")
     m.set_defaults(func=cmd_monitor)
 

@@ -63,8 +63,13 @@ def build_station_graph(
     for d in detectors:
         if d == "energy":
             blk = g.add(lookup("dsp.energy_vad")(), name="vad")
+        elif d == "stat":
+            # a WindowBlock with no audio output: it hangs off the level meter's output (fan-out)
+            sad = g.add(lookup("dsp.stat_sad")(), name="stat_sad")
+            g.connect(last, sad)
+            continue
         else:
-            raise ConfigError(f"unknown detector {d!r} (available: energy)")
+            raise ConfigError(f"unknown detector {d!r} (available: energy, stat)")
         g.connect(last, blk)
         last = blk
     if record_dir is not None:
@@ -252,6 +257,7 @@ def run_monitor(
     emulator_faults: str | None = "drop_every=60",
     stall_s: float = 10.0,
     max_retries: int | None = None,
+    detectors: tuple[str, ...] = ("energy",),
 ) -> dict[str, Any]:
     """Monitor ``stations`` (or the built-in emulator) for ``duration`` s of stream time."""
     emu = None
@@ -270,7 +276,7 @@ def run_monitor(
         for s in specs:
             p = parse_station(s)
             p.update(password=password, compression=compression, stall_s=stall_s, max_retries=max_retries, backoff_initial_s=0.5)
-            g = build_station_graph(p, events_dir=events_dir, record_dir=record_dir)
+            g = build_station_graph(p, events_dir=events_dir, record_dir=record_dir, detectors=detectors)
             if con is not None:
                 g.subscribe(con)
             runners.append(Runner(g, RealTime(), duration=duration, stats_interval_s=1.0))

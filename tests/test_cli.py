@@ -152,6 +152,17 @@ def test_monitor_on_builtin_emulator(tmp_path):
     assert r.stdout.count("s of stream") == 3
 
 
+def test_monitor_with_the_statistical_sad(tmp_path):
+    r = run_cli("monitor", "--duration", "6", "--quiet", "--sad", "both", "--events", str(tmp_path), timeout=120)
+    assert r.returncode == 0, r.stderr
+    f = next(p for p in tmp_path.glob("*.jsonl") if "7100lsb" in p.name)
+    segs = [json.loads(line) for line in f.read_text().splitlines() if json.loads(line)["kind"] == "vad.segment"]
+    by = {s["source"] for s in segs}
+    assert "stat_sad" in by and "vad" in by  # both detectors ran on the speech-like station
+    stat = [s["payload"] for s in segs if s["source"] == "stat_sad"]
+    assert any(p["start_s"] < 3.0 < p["end_s"] for p in stat)  # the burst at about 2-5.5 s of stream time
+
+
 def test_parser_builds_without_heavy_imports():
     code = "import sys, streamkit.cli as c; c.build_parser(); print(any(m in sys.modules for m in ('websockets', 'torch', 'sounddevice')))"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
