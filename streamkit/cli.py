@@ -138,34 +138,32 @@ def _load_station_file(path: str) -> list[str]:
     return out
 
 
-def cmd_corpus(a: argparse.Namespace) -> int:
-    if a.what == "hf":
-        from streamkit.data.hf_corpus import add_corpus_arguments, run_from_args
+def _run_nested(prog: str, description: str, add_arguments: Any, run: Any, args: list[str]) -> int:
+    """Commands whose options live in their own module: build that parser lazily and run."""
+    p = argparse.ArgumentParser(prog=prog, description=description)
+    add_arguments(p)
+    return int(run(p.parse_args(list(args))) or 0)
 
-        p = argparse.ArgumentParser(prog="streamkit corpus hf", description="Generate the parallel HF speech corpus: espeak-ng speech in the "
-                                    "paper's layout, through the HF channel simulator, with sample-exact labels and RTTM, train/dev/eval splits.")  # fmt: skip
-        add_corpus_arguments(p)
-        return int(run_from_args(p.parse_args(list(a.args))) or 0)
-    raise CliError(f"unknown corpus {a.what!r}")
+
+def cmd_corpus(a: argparse.Namespace) -> int:
+    from streamkit.data.hf_corpus import add_corpus_arguments, run_from_args
+
+    return _run_nested("streamkit corpus hf", "Generate the parallel HF speech corpus: espeak-ng speech in the paper's layout, through the HF "
+                       "channel simulator, with sample-exact labels and RTTM, train/dev/eval splits.", add_corpus_arguments, run_from_args, a.args)  # fmt: skip
 
 
 def cmd_sad(a: argparse.Namespace) -> int:
     from streamkit.eval.sad_cli import add_sad_arguments, run_sad
 
-    p = argparse.ArgumentParser(prog="streamkit sad", description="Run a SAD over WAV/FLAC files or directories (resampled to 8 kHz); write one RTTM per file.")
-    add_sad_arguments(p)
-    return int(run_sad(p.parse_args(list(a.args))) or 0)
+    return _run_nested("streamkit sad", "Run a SAD over WAV/FLAC files or directories (resampled to 8 kHz); write one RTTM per file.",
+                       add_sad_arguments, run_sad, a.args)  # fmt: skip
 
 
 def cmd_eval(a: argparse.Namespace) -> int:
-    if a.what == "sad":
-        from streamkit.eval.sad_cli import add_eval_arguments, run_eval
+    from streamkit.eval.sad_cli import add_eval_arguments, run_eval
 
-        p = argparse.ArgumentParser(prog="streamkit eval sad", description="Score SAD systems on a `streamkit corpus hf` corpus: dev-EER threshold applied "
-                                    "to eval, ROC plot, Markdown/JSON table.")  # fmt: skip
-        add_eval_arguments(p)
-        return int(run_eval(p.parse_args(list(a.args))) or 0)
-    raise CliError(f"unknown evaluation {a.what!r}")
+    return _run_nested("streamkit eval sad", "Score SAD systems on a `streamkit corpus hf` corpus: dev-EER threshold applied to eval, ROC plot, "
+                       "Markdown/JSON table.", add_eval_arguments, run_eval, a.args)  # fmt: skip
 
 
 def cmd_emulate(a: argparse.Namespace) -> int:

@@ -105,6 +105,19 @@ def _scale(w: np.ndarray, scaling: str, rate: Fraction) -> float:
 
 
 @register("dsp.stft")
+def _configure(blk: Any, n_fft: int | None, nperseg: int | None, hop: int | None, noverlap: int | None, window: Any, center: bool,
+               scaling: str) -> None:  # fmt: skip
+    """Validate and store the framing shared by :class:`STFT` and :class:`ISTFT`."""
+    blk.n_fft, blk.hop = _frame_params(n_fft, nperseg, hop, noverlap)
+    if scaling not in SCALINGS:
+        raise ConfigError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
+    _window(window, blk.n_fft)  # validate now; the array is made in start()
+    blk.window_spec = window
+    blk.center = bool(center)
+    blk.scaling = scaling
+    blk.n_freq = blk.n_fft // 2 + 1
+
+
 class STFT(WindowBlock):
     """Frames of one-sided spectra, equal to ``scipy.signal.stft`` of the whole signal.
 
@@ -155,14 +168,7 @@ class STFT(WindowBlock):
         name: str | None = None,
     ) -> None:
         super().__init__(name=name)
-        self.n_fft, self.hop = _frame_params(n_fft, nperseg, hop, noverlap)
-        if scaling not in SCALINGS:
-            raise ConfigError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
-        _window(window, self.n_fft)  # validate now; the array is made in start()
-        self.window_spec: Any = window
-        self.center = bool(center)
-        self.scaling = scaling
-        self.n_freq = self.n_fft // 2 + 1
+        _configure(self, n_fft, nperseg, hop, noverlap, window, center, scaling)
         self.window = self.n_fft
         self.pad_start = self.n_fft // 2 if self.center else 0
         self.pad_end = self.n_fft // 2 if self.center else 0
@@ -237,16 +243,9 @@ class ISTFT(RateBlock):
         name: str | None = None,
     ) -> None:
         super().__init__(name=name)
-        self.n_fft, self.hop = _frame_params(n_fft, nperseg, hop, noverlap)
-        if scaling not in SCALINGS:
-            raise ConfigError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
-        _window(window, self.n_fft)  # validate now; the array is made in start()
+        _configure(self, n_fft, nperseg, hop, noverlap, window, center, scaling)
         if not check_NOLA(tuple(window) if isinstance(window, list) else window, self.n_fft, self.n_fft - self.hop):
             raise ConfigError(f"window {window!r} with n_fft={self.n_fft}, hop={self.hop} violates NOLA: not invertible")
-        self.window_spec: Any = window
-        self.center = bool(center)
-        self.scaling = scaling
-        self.n_freq = self.n_fft // 2 + 1
         self.trim = self.n_fft // 2 if self.center else 0
         self.ratio = Fraction(self.hop)
         self.delay = Fraction(self.n_fft - 2 * self.trim, 2 * self.hop)

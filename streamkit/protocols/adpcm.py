@@ -226,37 +226,13 @@ def _check_state(index: int, prev: int) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-class AdpcmDecoder:
-    """Streaming IMA ADPCM decoder whose state carries across calls.
-
-    Decoding a byte string in pieces gives exactly the samples of decoding it at once.
-
-    State:
-        ``(index, prev)``; :meth:`reset` sets it to ``(0, 0)``, :meth:`preset` to given values
-        (Kiwi camp mode, ``MSG audio_adpcm_state``, §3.2).
-    """
+class _AdpcmState:
+    """The codec state ``(index, prev)`` shared by :class:`AdpcmDecoder` and :class:`AdpcmEncoder`."""
 
     __slots__ = ("_state",)
 
     def __init__(self) -> None:
         self._state = np.zeros(2, dtype=np.int32)
-
-    def decode(self, data: bytes | bytearray | memoryview | NDArray[np.uint8]) -> NDArray[np.int16]:
-        """Decode ADPCM bytes into ``2 * len(data)`` int16 samples.
-
-        Args:
-            data: ADPCM bytes (any buffer or a uint8 array).
-
-        Returns:
-            A new int16 array.
-
-        Raises:
-            TypeError: an array input whose dtype is not uint8.
-        """
-        arr = _as_bytes_array(data)
-        out = np.empty(2 * arr.shape[0], dtype=np.int16)
-        adpcm_decode_kernel(arr, out, self._state)
-        return out
 
     def reset(self) -> None:
         """Set the state to ``(index=0, prev=0)``."""
@@ -278,17 +254,43 @@ class AdpcmDecoder:
         return int(self._state[0]), int(self._state[1])
 
 
-class AdpcmEncoder:
+class AdpcmDecoder(_AdpcmState):
+    """Streaming IMA ADPCM decoder whose state carries across calls.
+
+    Decoding a byte string in pieces gives exactly the samples of decoding it at once.
+
+    State:
+        ``(index, prev)``; :meth:`reset` sets it to ``(0, 0)``, :meth:`preset` to given values
+        (Kiwi camp mode, ``MSG audio_adpcm_state``, §3.2).
+    """
+
+
+    def decode(self, data: bytes | bytearray | memoryview | NDArray[np.uint8]) -> NDArray[np.int16]:
+        """Decode ADPCM bytes into ``2 * len(data)`` int16 samples.
+
+        Args:
+            data: ADPCM bytes (any buffer or a uint8 array).
+
+        Returns:
+            A new int16 array.
+
+        Raises:
+            TypeError: an array input whose dtype is not uint8.
+        """
+        arr = _as_bytes_array(data)
+        out = np.empty(2 * arr.shape[0], dtype=np.int16)
+        adpcm_decode_kernel(arr, out, self._state)
+        return out
+
+
+
+class AdpcmEncoder(_AdpcmState):
     """Streaming IMA ADPCM encoder (server side, §3.1) whose state carries across calls.
 
     State:
         ``(index, prev)``; :meth:`reset` sets it to ``(0, 0)``.
     """
 
-    __slots__ = ("_state",)
-
-    def __init__(self) -> None:
-        self._state = np.zeros(2, dtype=np.int32)
 
     def encode(self, samples: ArrayLike) -> bytes:
         """Encode an even number of int16 samples into ``len(samples) // 2`` bytes.
@@ -310,24 +312,6 @@ class AdpcmEncoder:
         adpcm_encode_kernel(x, out, self._state)
         return out.tobytes()
 
-    def reset(self) -> None:
-        """Set the state to ``(index=0, prev=0)``."""
-        self._state[:] = 0
-
-    def preset(self, index: int, prev: int) -> None:
-        """Set the state.
-
-        Raises:
-            ValueError: ``index`` outside 0..88 or ``prev`` outside the int16 range.
-        """
-        _check_state(index, prev)
-        self._state[0] = index
-        self._state[1] = prev
-
-    @property
-    def state(self) -> tuple[int, int]:
-        """The current ``(index, prev)``."""
-        return int(self._state[0]), int(self._state[1])
 
 
 def warmup() -> None:
