@@ -23,7 +23,10 @@ Systems:
   around BSD-3 WebRTC code) at aggressiveness 0..3, 30 ms frames (240 samples) at 8 kHz; it gives
   binary decisions, so score = decision (0/1) and the ROC has a single point. Present only when the
   package is importable.
-* ``dnn`` and ``silero``: not available yet; asking for them raises :class:`SystemUnavailable`.
+* ``silero``: silero-vad (PyPI ``silero-vad``, MIT; the JIT model shipped inside the package, no
+  download) at 8 kHz, 256-sample frames, one torch thread, raw probabilities (threshold 0.5, its
+  default). Present only when the package is importable.
+* ``dnn``: not available yet; asking for it raises :class:`SystemUnavailable`.
 
 :func:`load_audio` reads any WAV/FLAC with soundfile, averages channels, and resamples to 8 kHz
 with soxr (HQ); NaN/inf samples raise, naming the file.
@@ -160,6 +163,56 @@ def _webrtc(mode: int) -> ScoreFn:
     return score
 
 
+SILERO_FRAME = 256  # silero-vad v5+ window at 8 kHz (32 ms); each call also sees 32 samples of context
+
+
+def silero_scores(x: np.ndarray, threads: int = 1) -> tuple[np.ndarray, int, int]:
+    """Speech probabilities of silero-vad (the JIT model its PyPI package ships) per 256-sample frame.
+
+    The model is run frame by frame with its recurrent state carried (``audio_forward``), on
+    ``threads`` torch threads (restored afterwards), under ``torch.inference_mode``. Raw
+    probabilities are returned: silero's own post-processing (``get_speech_timestamps``: hysteresis,
+    minimum durations, padding) is not applied, so the ROC sweep sees the model itself.
+    """
+    import torch
+
+    model = _silero_model()
+    a = np.asarray(x, dtype=np.float32).reshape(-1)
+    k = len(a) // SILERO_FRAME
+    if k == 0:
+        return np.zeros(0, np.float32), SILERO_FRAME, SILERO_FRAME
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with torch.inference_mode():
+            model.reset_states()
+            p = model.audio_forward(torch.from_numpy(a[: k * SILERO_FRAME].copy()), RATE)
+    finally:
+        torch.set_num_threads(old)
+    return p.numpy().reshape(-1)[:k].astype(np.float32), SILERO_FRAME, SILERO_FRAME
+
+
+_SILERO: list[Any] = []
+
+
+def _silero_model() -> Any:
+    if not _SILERO:
+        import warnings
+
+        from silero_vad import load_silero_vad
+
+        with warnings.catch_warnings():  # its importlib.resources.path / torch.jit.load deprecations
+            warnings.simplefilter("ignore", DeprecationWarning)
+            _SILERO.append(load_silero_vad(onnx=False))
+    return _SILERO[0]
+
+
+def _have_silero() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("silero_vad") is not None
+
+
 def _have_webrtcvad() -> bool:
     try:
         import webrtcvad  # noqa: F401
@@ -181,6 +234,10 @@ def _build() -> dict[str, SadSystem]:
     if _have_webrtcvad():
         for m in range(4):
             systems[f"webrtcvad{m}"] = SadSystem(f"webrtcvad{m}", _webrtc(m), 0.5, f"WebRTC VAD aggressiveness {m}, 30 ms frames, binary")
+    if _have_silero():
+        systems["silero"] = SadSystem(
+            "silero", silero_scores, 0.5, "silero-vad (PyPI silero-vad, shipped JIT model), 8 kHz, 32 ms frames, one torch thread"
+        )
     return systems
 
 
@@ -188,7 +245,7 @@ SYSTEMS: dict[str, SadSystem] = _build()
 
 _UNAVAILABLE = {
     "dnn": "the DNN SAD is not implemented yet (issue #5)",
-    "silero": "silero-vad is not installed (and has no adapter yet)",
+    "silero": "it needs the silero-vad package: pip install silero-vad (or streamkit[sad])",
 }
 
 

@@ -82,8 +82,6 @@ def test_sad_bad_input(corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixtu
     wav = sorted((corpus / "eval" / "audio").glob("*.wav"))[0]
     assert _sad([str(wav), "--system", "dnn", "--out", str(tmp_path / "o")]) == 2
     assert "#5" in capsys.readouterr().err
-    assert _sad([str(wav), "--system", "silero", "--out", str(tmp_path / "o")]) == 2
-    assert "silero-vad is not installed" in capsys.readouterr().err
     bad = tmp_path / "nan.wav"
     z = np.zeros(8000, np.float32)
     z[100] = np.nan
@@ -134,3 +132,36 @@ def test_webrtcvad_binary_scores() -> None:
     s, hop, win = ss.get_system("webrtcvad2").score_file(x)
     assert (hop, win) == (240, 240) and len(s) == 8000 // 240
     assert set(np.unique(s)) <= {0.0, 1.0} and not s.any()
+
+
+def test_sad_silence_and_clipping_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Silence-only and hard-clipped files run through every system without error; silence is no speech."""
+    d = tmp_path / "in"
+    d.mkdir()
+    sf.write(str(d / "silence.wav"), np.zeros(8000 * 20, np.float32), 8000, subtype="FLOAT")
+    rng = np.random.default_rng(5)
+    t = np.arange(8000 * 20) / 8000
+    clip = np.clip(40 * np.sin(2 * np.pi * 440 * t) * (rng.random(len(t)) > 0.5), -1, 1)
+    sf.write(str(d / "clipped.wav"), clip.astype(np.float32), 16000, subtype="PCM_16")  # also a rate change
+    for system in ss.available():
+        out = tmp_path / system
+        assert _sad([str(d), "--system", system, "--out", str(out)]) == 0, capsys.readouterr().err
+        assert read_rttm(out / "silence.rttm") == [], system
+        assert (out / "clipped.rttm").exists()
+
+
+@pytest.mark.skipif("silero" not in ss.SYSTEMS, reason="silero-vad not installed")
+def test_silero_scores(corpus: Path) -> None:
+    import torch
+
+    wav = sorted((corpus / "eval" / "audio").glob("*.wav"))[0]
+    x = ss.load_audio(wav).x
+    threads = torch.get_num_threads()
+    s, hop, win = ss.get_system("silero").score_file(x)
+    assert torch.get_num_threads() == threads  # restored
+    assert (hop, win) == (256, 256) and len(s) == len(x) // 256 and s.dtype == np.float32
+    assert 0 <= s.min() and s.max() <= 1
+    s2, _, _ = ss.silero_scores(x)
+    np.testing.assert_array_equal(s, s2)  # state reset between files: deterministic
+    z, _, _ = ss.silero_scores(np.zeros(8000 * 5, np.float32))
+    assert z.max() < 0.5
