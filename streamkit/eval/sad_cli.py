@@ -165,7 +165,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
     return parser
 
 
-def _split_files(corpus: Path, split: str) -> list[tuple[str, Path, Path]]:
+def split_files(corpus: Path, split: str) -> list[tuple[str, Path, Path]]:
     audio_dir = corpus / split / "audio"
     if not audio_dir.is_dir():
         raise FileNotFoundError(f"{corpus}: no {split}/audio directory (is it a corpus from `streamkit corpus hf`?)")
@@ -180,10 +180,18 @@ def _split_files(corpus: Path, split: str) -> list[tuple[str, Path, Path]]:
     return out
 
 
-def _score_split(
-    systems: list[ss.SadSystem], files: list[tuple[str, Path, Path]], collar: float, mode: str
+def score_split(
+    systems: list[ss.SadSystem],
+    files: list[tuple[str, Path, Path]],
+    collar: float,
+    mode: str,
+    per_file: dict[str, dict[str, RocCurve]] | None = None,
 ) -> tuple[dict[str, RocCurve], dict[str, float], int]:
-    """Sweep every system over one split; returns curves, process seconds per system, samples."""
+    """Sweep every system over one split; returns curves, process seconds per system, samples.
+
+    ``per_file``, when given, is filled with ``{file_id: {system: curve}}`` (for breakdowns by
+    channel condition).
+    """
     secs = {s.name: 0.0 for s in systems}
     n_tot = 0
     curves: dict[str, RocCurve] = {}
@@ -201,6 +209,8 @@ def _score_split(
             hyp = frames_to_samples(sc.scores, sc.hop, sc.win, n)
             c = sweep(refs, {fid: hyp}, DEFAULT_THRESHOLDS, collar, rate=ss.RATE, mode=mode)  # type: ignore[arg-type]
             curves[s.name] = curves[s.name] + c if s.name in curves else c
+            if per_file is not None:
+                per_file.setdefault(fid, {})[s.name] = c
     return curves, secs, n_tot
 
 
@@ -221,14 +231,14 @@ def run_eval(ns: argparse.Namespace) -> int:
             raise FileNotFoundError(f"corpus not found: {corpus}")
         if not (ns.collar >= 0 and math.isfinite(ns.collar)):
             raise ValueError(f"--collar must be >= 0, got {ns.collar}")
-        dev_files = _split_files(corpus, "dev")
-        eval_files = _split_files(corpus, "eval")
+        dev_files = split_files(corpus, "dev")
+        eval_files = split_files(corpus, "eval")
     except (StreamkitError, FileNotFoundError, ValueError) as exc:
         _err(str(exc))
         return EXIT_USAGE
     try:
-        dev, dev_s, dev_n = _score_split(systems, dev_files, ns.collar, ns.mode)
-        ev, ev_s, ev_n = _score_split(systems, eval_files, ns.collar, ns.mode)
+        dev, dev_s, dev_n = score_split(systems, dev_files, ns.collar, ns.mode)
+        ev, ev_s, ev_n = score_split(systems, eval_files, ns.collar, ns.mode)
     except (StreamkitError, ValueError) as exc:
         _err(str(exc))
         return EXIT_FAILED
