@@ -99,6 +99,10 @@ RATE_WPM = (130, 210)
 PITCH = (25, 75)
 PEAK_DB = (-6.0, -1.0)
 
+# concurrent speakers (``--interference P``): an adjacent-channel station in a fraction P of the files
+ITF_BURSTS = (2, 6)  # transmissions of the interfering station per file
+ITF_BURST_S = (1.0, 6.0)  # length of each
+
 FRAME = 80  # 10 ms at 8 kHz
 ACTIVE_DB = -45.0  # frame RMS re the loudest frame of the file
 MERGE_GAP = 1600  # 200 ms: pauses up to this are speech
@@ -291,6 +295,37 @@ def _plan(seed: int, split_idx: int, index: int) -> dict[str, Any]:
     return {"segs": segs, "gaps": gaps, "n": sum(segs) + sum(gaps)}
 
 
+def _interferer(task: dict[str, Any], n: int, voice: Voice) -> tuple[np.ndarray | None, dict[str, Any] | None]:
+    """The concurrent speaker of one file, or ``(None, None)``: drawn from its own random stream.
+
+    With probability ``task["interference"]`` another speaker of the same split (never the wanted
+    one) talks on the adjacent channel: 2-6 transmissions of 1-6 s at random places (they may
+    overlap the wanted speech). The simulator adds it with its own SSB filter, fading, frequency
+    offset and level (``ChannelParams.interferer_db`` / ``interferer_offset_hz``). It is noise to a
+    SAD: never in the speech labels; its own clean-signal intervals are recorded apart
+    (``labels.json`` ``interferer.intervals``, like the database's ``interference_activity``).
+    A separate stream keeps the rest of the file identical to a corpus made without interference.
+    """
+    p = float(task.get("interference", 0.0))
+    rng = np.random.default_rng(np.random.SeedSequence([task["seed"], task["split_idx"], task["index"], 2]))
+    if p <= 0 or rng.random() >= p:
+        return None, None
+    others = [v for v in task["voices"] if v != voice.name] or list(task["voices"])
+    ivoice = Voice.parse(others[int(rng.integers(len(others)))])
+    rate_wpm = int(rng.integers(RATE_WPM[0], RATE_WPM[1] + 1))
+    pitch = int(rng.integers(PITCH[0], PITCH[1] + 1))
+    itf = np.zeros(n, np.float32)
+    for _ in range(int(rng.integers(ITF_BURSTS[0], ITF_BURSTS[1] + 1))):
+        want = int(rng.uniform(*ITF_BURST_S) * RATE)
+        x, _text = _speech_segment(rng, ivoice, want, rate_wpm, pitch)
+        if x.size == 0 or x.size >= n:
+            continue
+        at = int(rng.integers(0, n - x.size))
+        itf[at : at + x.size] += x / np.float32(max(float(np.abs(x).max()), 1e-9))
+    iv = clean_labels(itf) if itf.any() else np.zeros((0, 2), np.int64)
+    return itf, {"voice": ivoice.name, "rate_wpm": rate_wpm, "pitch": pitch, "intervals": iv.tolist()}
+
+
 def _to_i16(x: np.ndarray) -> np.ndarray:
     """PCM_16 samples (x * 32767, rounded, clipped); written as int16 so the WAV holds exactly them."""
     return np.clip(np.round(np.asarray(x, np.float64) * 32767), -32768, 32767).astype(np.int16)
@@ -320,7 +355,8 @@ def _make_file(task: dict[str, Any]) -> dict[str, Any]:
     clean = clean_i16.astype(np.float32) / np.float32(32767)
     intervals = clean_labels(clean)
     params = ChannelParams.random(rng, task["severity"])
-    sim = simulate(clean, params, diagnostics=bool(task["metrics"]))
+    itf, itf_info = _interferer(task, len(clean), voice)
+    sim = simulate(clean, params, itf, diagnostics=bool(task["metrics"]))
     received_i16 = _to_i16(sim.received)
     received = received_i16.astype(np.float32) / np.float32(32767)
     metrics: dict[str, float | None] = {}
@@ -345,6 +381,7 @@ def _make_file(task: dict[str, Any]) -> dict[str, Any]:
         "intervals": intervals.tolist(),
         "speech_samples": speech,
         "channel": sim.params.to_dict(),
+        "interferer": itf_info,
         "metrics": metrics,
     }
     (d / "labels" / f"{fid}.json").write_text(json.dumps(label, ensure_ascii=False, indent=1), encoding="utf-8")
@@ -388,6 +425,7 @@ def generate(
     jobs: int = 1,
     metrics: bool = True,
     write_clean: bool = True,
+    interference: float = 0.0,
     progress: Any = None,
 ) -> dict[str, Any]:
     """Write a corpus of about ``hours`` hours under ``out_dir``; returns (and writes) the manifest.
@@ -395,6 +433,8 @@ def generate(
     Each split gets files until its share of ``hours`` is reached (at least one file). The result
     depends only on ``seed``, ``severity``, ``splits``, ``hours`` and the espeak-ng version, not on
     ``jobs``. ``progress(done, total, audio_seconds, wall_seconds)`` is called after every file.
+    ``interference`` is the fraction of files with a concurrent (unlabelled) speaker on the adjacent
+    channel; 0 leaves every file identical to a corpus made before the option existed.
 
     Raises:
         EspeakMissingError: espeak-ng is not installed (``apt-get install espeak-ng``).
@@ -402,6 +442,8 @@ def generate(
     require_espeak()
     if hours <= 0:
         raise ValueError(f"hours must be > 0, got {hours}")
+    if not 0.0 <= interference <= 1.0:
+        raise ValueError(f"interference must be in [0, 1], got {interference}")
     if len(splits) != len(SPLITS) or any(f < 0 for f in splits) or sum(splits) <= 0:
         raise ValueError(f"splits must be {len(SPLITS)} non-negative fractions, got {splits}")
     out = Path(out_dir)
@@ -429,6 +471,7 @@ def generate(
                     "severity": float(severity),
                     "metrics": metrics,
                     "write_clean": write_clean,
+                    "interference": float(interference),
                 }
             )
             idx += 1
@@ -456,10 +499,12 @@ def generate(
         files.setdefault(t["split"], []).append(r)
     manifest = {
         "format": FORMAT,
-        "command": f"streamkit corpus hf --hours {hours:g} --seed {seed} --severity {severity:g}",
+        "command": f"streamkit corpus hf --hours {hours:g} --seed {seed} --severity {severity:g}"
+        + (f" --interference {interference:g}" if interference > 0 else ""),
         "seed": seed,
         "hours": hours,
         "severity": severity,
+        "interference": interference,
         "splits": {n: f for n, f in zip(SPLITS, splits)},
         "rate": RATE,
         "espeak_ng": espeak_version(),
@@ -523,6 +568,10 @@ def add_corpus_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1; the output does not depend on it)")
     parser.add_argument("--no-metrics", action="store_true", help="skip SDR/STOI (faster; the table then shows n/a)")
     parser.add_argument("--no-clean", action="store_true", help="do not write the clean tracks")
+    parser.add_argument(
+        "--interference", type=float, default=0.0, metavar="P",
+        help="fraction of files with an unlabelled concurrent speaker on the adjacent channel (default 0)",
+    )  # fmt: skip
     return parser
 
 
@@ -538,6 +587,9 @@ def run_from_args(ns: argparse.Namespace) -> int:
                 flush=True,
             )
 
+    if not 0.0 <= ns.interference <= 1.0:
+        print(f"error: --interference must be a fraction in [0, 1], got {ns.interference:g}", file=sys.stderr)
+        return 2
     try:
         generate(
             ns.out,
@@ -548,6 +600,7 @@ def run_from_args(ns: argparse.Namespace) -> int:
             jobs=max(1, ns.jobs),
             metrics=not ns.no_metrics,
             write_clean=not ns.no_clean,
+            interference=ns.interference,
             progress=progress,
         )
     except EspeakMissingError as e:

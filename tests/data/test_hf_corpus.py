@@ -163,3 +163,28 @@ def test_table_and_cli(corpus: tuple[Path, dict], tmp_path: Path, capsys: pytest
     text = capsys.readouterr().out
     assert "train" in text and "n/a" in text and "dev" not in text
     assert len(json.loads((tmp_path / "c" / "manifest.json").read_text())["files"]["train"]) == 1
+
+
+def test_interference_is_unlabelled_concurrent_speaker(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--interference 1: every file gets a concurrent speaker; clean track and labels are unchanged."""
+    kw = {"hours": 0.001, "seed": 4, "splits": (1, 0, 0), "metrics": False}
+    m0 = generate(tmp_path / "no", **kw)
+    m1 = generate(tmp_path / "yes", interference=1.0, **kw)
+    assert "--interference 1" in m1["command"] and "--interference" not in m0["command"]
+    fid = m0["files"]["train"][0]["id"]
+    for sub, ext in [("clean", "wav"), ("rttm", "rttm")]:
+        assert (tmp_path / "no" / "train" / sub / f"{fid}.{ext}").read_bytes() == (tmp_path / "yes" / "train" / sub / f"{fid}.{ext}").read_bytes()
+    l0, l1 = _labels(tmp_path / "no", "train", fid), _labels(tmp_path / "yes", "train", fid)
+    assert l0["intervals"] == l1["intervals"] and l0["interferer"] is None
+    itf = l1["interferer"]
+    assert itf["voice"] != l1["voice"] and len(itf["intervals"]) >= 1
+    a0, _ = sf.read(str(tmp_path / "no" / "train" / "audio" / f"{fid}.wav"))
+    a1, _ = sf.read(str(tmp_path / "yes" / "train" / "audio" / f"{fid}.wav"))
+    assert a0.shape == a1.shape and not np.array_equal(a0, a1)
+    with pytest.raises(ValueError, match="interference"):
+        generate(tmp_path / "bad", interference=1.5, **kw)
+    import argparse
+
+    ns = add_corpus_arguments(argparse.ArgumentParser()).parse_args(["--out", str(tmp_path / "c"), "--interference", "2"])
+    assert run_from_args(ns) == 2
+    assert "--interference" in capsys.readouterr().err
