@@ -1,9 +1,10 @@
 """Build hook for streamkit's native C kernels (all metadata lives in pyproject.toml).
 
-``native/adpcm.c`` is compiled into ``streamkit/_native.<abi>.so`` (``.pyd`` on Windows): a plain
-shared library with no Python C-API and no ``PyInit__native``, loaded by ``streamkit/native.py``
-through ctypes. With ``pip install -e .`` (PEP 660) setuptools builds extensions in place, so the
-library lands next to ``streamkit/__init__.py``, where ``streamkit/native.py`` looks for it.
+``native/adpcm.c`` and ``native/stat_sad.c`` are compiled into ``streamkit/_native.<abi>.so``
+(``.pyd`` on Windows): a plain shared library with no Python C-API and no ``PyInit__native``, loaded
+by ``streamkit/native.py`` through ctypes. With ``pip install -e .`` (PEP 660) setuptools builds
+extensions in place, so the library lands next to ``streamkit/__init__.py``, where
+``streamkit/native.py`` looks for it.
 
 A missing or failing C compiler must not fail the install: the error is reported as a warning
 and the package installs without the native backend (``streamkit.native.available()`` is then
@@ -57,7 +58,8 @@ setup(
     ext_modules=[
         Extension(
             "streamkit._native",
-            sources=["native/adpcm.c"],
+            sources=["native/adpcm.c", "native/stat_sad.c"],
+            libraries=[] if sys.platform == "win32" else ["m"],  # stat_sad.c: exp, log10, pow, sqrt
             extra_compile_args=extra_compile_args,
             py_limited_api=False,
             optional=True,  # a failed build is skipped (and not copied in place), not fatal

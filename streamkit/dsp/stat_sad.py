@@ -170,8 +170,10 @@ class _Analyzer:
     Samples pushed in any split give the same scores (the frame grid starts at the first sample).
     """
 
-    def __init__(self, p: Mapping[str, Any]) -> None:
+    def __init__(self, p: Mapping[str, Any], backend: str = "numba") -> None:
         self.p = p
+        self.backend = backend
+        self._batch = _kernel(backend)
         df = RATE / N_FFT
         self.bands = np.array([(round(a / df), round(b / df)) for a, b in p["bands_hz"]], dtype=np.int64)
         # only bins below the top band edge are analysed (nothing above it reaches the score)
@@ -229,11 +231,30 @@ class _Analyzer:
             fr = np.lib.stride_tricks.as_strided(buf, shape=(m, WIN), strides=(HOP * buf.strides[0], buf.strides[0]), writeable=False)
             X = np.fft.rfft(fr * self.win, n=N_FFT, axis=1)[:, : self.K]
             y2 = np.ascontiguousarray((X.real * X.real + X.imag * X.imag) * self.norm)
-            stat_sad_batch(y2, self.gammas, self.hp_w, self.lpc_w, self.lpc_c, self.bands, self.cfg, self.ms_vec, self.ms_buf, self.ms_scal,
+            self._batch(y2, self.gammas, self.hp_w, self.lpc_w, self.lpc_c, self.bands, self.cfg, self.ms_vec, self.ms_buf, self.ms_scal,
                            self.ms_par, self.fst, scores)  # fmt: skip
         self.buf = buf[m * HOP :].copy()
         self.frames += m
         return scores
+
+
+BACKENDS = ("numba", "c")
+
+
+def _kernel(backend: str) -> Any:
+    """The per-frame kernel of ``backend``: numba, or the C twin (ConfigError if it is not built)."""
+    if backend == "numba":
+        return stat_sad_batch
+    if backend != "c":
+        raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    from streamkit import native
+
+    if not native.stat_sad_available():
+        try:
+            native._require_stat_sad()
+        except native.NativeUnavailableError as exc:
+            raise ConfigError(f'backend="c": {exc}') from exc
+    return native.stat_sad_batch
 
 
 def _sanitize(x: np.ndarray) -> tuple[np.ndarray, int]:
@@ -246,12 +267,14 @@ def _sanitize(x: np.ndarray) -> tuple[np.ndarray, int]:
     return y, nb
 
 
-def stat_sad_scores(x: np.ndarray, **params: Any) -> tuple[np.ndarray, int, int]:
+def stat_sad_scores(x: np.ndarray, backend: str = "numba", **params: Any) -> tuple[np.ndarray, int, int]:
     """Soft scores of the whole signal ``x`` (float32, 8 kHz, mono), the kernels :class:`StatSAD` runs.
 
     Frame ``j`` covers samples ``[j*hop, j*hop + win)``; there are ``(n - win)//hop + 1`` frames
     (none when ``n < win``). Decision parameters of :class:`StatSAD` (threshold, hysteresis,
     vote_*) are accepted and ignored, so the block's parameter dict can be passed as is.
+    ``backend``: "numba" (default) or "c" (``native/stat_sad.c`` through :mod:`streamkit.native`;
+    ConfigError when it is not built); the two agree to rounding (see ``tests/test_stat_sad_native.py``).
 
     Returns:
         (scores float32 (frames,), hop = 256, win = 512).
@@ -263,7 +286,7 @@ def stat_sad_scores(x: np.ndarray, **params: Any) -> tuple[np.ndarray, int, int]
     if a.ndim != 1:
         raise ConfigError(f"stat_sad_scores needs a mono signal, got shape {np.shape(x)}")
     y, _ = _sanitize(a)
-    an = _Analyzer(p)
+    an = _Analyzer(p, backend)
     return an.push(y).astype(np.float32), HOP, WIN
 
 
@@ -321,8 +344,10 @@ class StatSAD(WindowBlock):
     on_gap: ClassVar[GapPolicy] = GapPolicy.RESET
     tag_policy: ClassVar[TagPolicy] = TagPolicy.CUSTOM
 
-    def __init__(self, *, name: str | None = None, **params: Any) -> None:
+    def __init__(self, *, name: str | None = None, backend: str = "numba", **params: Any) -> None:
         super().__init__(name=name)
+        _kernel(backend)  # ConfigError now for an unknown or unbuilt backend
+        self.backend = backend
         dec = {k: params.pop(k) for k in list(params) if k in DECISION_DEFAULTS}
         self.analysis = _check_analysis(params)
         d = {**DECISION_DEFAULTS, **dec}
@@ -364,7 +389,7 @@ class StatSAD(WindowBlock):
 
     def start(self, ctx: Context) -> None:
         self._ctx = ctx
-        self._an = _Analyzer(self.analysis)
+        self._an = _Analyzer(self.analysis, self.backend)
         self._out_pos = 0  # absolute output index of the next item this block returns
         self._clear()
         # JIT warm-up (compile or cache load) on a read-only window batch shaped like real ones,
@@ -373,7 +398,7 @@ class StatSAD(WindowBlock):
         v = np.lib.stride_tricks.as_strided(dummy, shape=(2, self.window, 1), strides=(HOP * dummy.strides[0], dummy.strides[0], dummy.strides[1]),
                                             writeable=False)  # fmt: skip
         y, _ = _sanitize(v[0, :, 0])
-        scratch = _Analyzer(self.analysis)
+        scratch = _Analyzer(self.analysis, self.backend)
         s = scratch.push(y)
         hysteresis(s, 0.5, 0.4, np.zeros(1), np.empty(s.shape[0]))
 
