@@ -197,7 +197,7 @@ def test_missing_library_gives_clear_error(monkeypatch):
         StatSAD(backend="c")
     with pytest.raises(ConfigError, match="simulated: not built"):
         stat_sad_scores(np.zeros(RATE, np.float32), backend="c")
-    y2, an = periodograms(SIGNALS["white"][: RATE])
+    y2, an = periodograms(SIGNALS["white"][:RATE])
     with pytest.raises(native.NativeUnavailableError, match='backend="numba"'):
         run_kernel(native.stat_sad_batch, y2, an)
     StatSAD()  # the numba backend does not need the library

@@ -47,11 +47,24 @@ from streamkit.dsp.kernels.minstat import (
     C_NEED,
     C_RISE,
     C_SCALE,
+    DP_D,
+    DP_OFF,
+    DP_ON,
+    DP_VMIN,
     F_BANDS,
+    FE_CARRY,
     N_CFG,
-    hysteresis,
+    N_DPAR,
+    N_DST,
+    N_EDGE,
+    decision_capacity,
+    frames_needed,
     minstat_params,
+    rfft_tables,
     stat_sad_batch,
+    stat_sad_frames,
+    stat_sad_step,
+    vote_decide,
 )  # fmt: skip
 
 VAD_SEGMENT = "vad.segment"
@@ -165,9 +178,11 @@ def _alpha(tau_s: float) -> float:
 
 
 class _Analyzer:
-    """Frames, FFT and kernel state of one stream; :meth:`push` turns samples into frame scores.
+    """Frames, FFT, kernel and decision state of one stream.
 
-    Samples pushed in any split give the same scores (the frame grid starts at the first sample).
+    :meth:`step` turns new samples into frame scores (and, for the block, decisions) in one numba
+    call (numba backend) or three (C backend: numba front end, C kernel, numba decisions). Samples
+    pushed in any split give the same scores (the frame grid starts at the first sample).
     """
 
     def __init__(self, p: Mapping[str, Any], backend: str = "numba") -> None:
@@ -181,6 +196,7 @@ class _Analyzer:
         w = np.asarray(get_window("hann", WIN), dtype=np.float64)  # periodic Hann
         self.win = w
         self.norm = 1.0 / float(np.sum(w * w))  # E|X|^2 * norm = variance of white noise
+        self.rev, self.tw = rfft_tables(N_FFT, K)
         f = np.arange(K) * (RATE / N_FFT)
         with np.errstate(divide="ignore"):
             hp = 1.0 / (1.0 + (p["highpass_hz"] / f) ** (2 * p["highpass_order"])) if p["highpass_hz"] > 0 else np.ones(K)
@@ -209,7 +225,25 @@ class _Analyzer:
         cfg[C_NEED] = p["bands_needed"]
         self.cfg = cfg
         self.ms_par = minstat_params(HOP / RATE, p["ms_subwindows"], p["ms_subwindow_frames"])
+        # decisions (the block sets dpar)
+        self.dpar = np.zeros(N_DPAR)
+        self.look = 0
+        # buffers, grown on demand
+        self.sbuf = np.zeros(4 * WIN)
+        self.y2 = np.zeros((16, K))
+        self.sc = np.zeros(16)
+        self.pdec = np.zeros(64)
+        self.psc = np.zeros(64)
+        self.out = np.zeros((64, 1), np.float32)
+        self.edges = np.zeros((65, N_EDGE))
         self.reset()
+
+    def set_decision(self, on: float, off: float, vote_min: int, look: int) -> None:
+        self.dpar[DP_ON] = on
+        self.dpar[DP_OFF] = off
+        self.dpar[DP_VMIN] = vote_min
+        self.dpar[DP_D] = look
+        self.look = look
 
     def reset(self) -> None:
         K = self.K
@@ -218,24 +252,68 @@ class _Analyzer:
         self.ms_buf = np.full((S, self.p["ms_subwindows"], K), np.inf)
         self.ms_scal = np.zeros((S, 4))
         self.fst = np.zeros(F_BANDS + 3 * self.bands.shape[0])
-        self.buf = np.zeros(0)  # samples from the start of the next frame on
+        self.fe = np.zeros(1, np.int64)  # samples carried in sbuf
+        self.dst = np.zeros(N_DST)
         self.frames = 0
 
+    def _grow(self, n_new: int, m: int) -> None:
+        need = int(self.fe[FE_CARRY]) + n_new
+        if need > self.sbuf.shape[0]:
+            nb_ = np.zeros(max(need, 2 * self.sbuf.shape[0]))
+            nb_[: self.fe[FE_CARRY]] = self.sbuf[: self.fe[FE_CARRY]]
+            self.sbuf = nb_
+        if m > self.y2.shape[0]:
+            self.y2 = np.zeros((max(m, 2 * self.y2.shape[0]), self.K))
+            self.sc = np.zeros(self.y2.shape[0])
+        cap = decision_capacity(self.dst, m, self.look)
+        if cap > self.pdec.shape[0]:
+            n = max(cap, 2 * self.pdec.shape[0])
+            for name in ("pdec", "psc"):
+                old = getattr(self, name)
+                new = np.zeros(n)
+                new[: old.shape[0]] = old
+                setattr(self, name, new)
+            self.out = np.zeros((n, 1), np.float32)
+            self.edges = np.zeros((n + 1, N_EDGE))
+
+    def step(self, x: np.ndarray, whole0: bool, hop_in: int, decide: bool) -> tuple[int, int, int, int]:
+        """New samples of ``x`` (k, L, C) (see :func:`stat_sad_frames`) -> scores ``self.sc[:m]``;
+        with ``decide``, decided frames' scores ``self.out[:n]`` and segment edges ``self.edges[:ne]``.
+
+        Returns (m frames analysed, non-finite samples, n frames out, ne edges).
+        """
+        k, L = x.shape[0], x.shape[1]
+        n_new = (L + (k - 1) * hop_in) if whole0 else k * hop_in
+        m = frames_needed(int(self.fe[FE_CARRY]), n_new, WIN, HOP)
+        if (
+            m > self.y2.shape[0]
+            or self.fe[FE_CARRY] + n_new > self.sbuf.shape[0]
+            or (decide and decision_capacity(self.dst, m, self.look) > self.pdec.shape[0])
+        ):
+            self._grow(n_new, m)
+        if self.backend == "numba":
+            res = stat_sad_step(x, whole0, hop_in, self.sbuf, self.fe, HOP, self.win, self.rev, self.tw, self.norm, self.y2, self.sc, self.gammas,
+                                self.hp_w, self.lpc_w, self.lpc_c, self.bands, self.cfg, self.ms_vec, self.ms_buf, self.ms_scal, self.ms_par,
+                                self.fst, decide, self.dpar, self.dst, self.pdec, self.psc, self.out, self.edges)  # fmt: skip
+        else:
+            m, bad = stat_sad_frames(x, whole0, hop_in, self.sbuf, self.fe, HOP, self.win, self.rev, self.tw, self.norm, self.y2)
+            if m:
+                self._batch(self.y2[:m], self.gammas, self.hp_w, self.lpc_w, self.lpc_c, self.bands, self.cfg, self.ms_vec, self.ms_buf,
+                            self.ms_scal, self.ms_par, self.fst, self.sc[:m])  # fmt: skip
+            n, ne = vote_decide(self.sc[:m], False, self.dpar, self.dst, self.pdec, self.psc, self.out, self.edges) if decide else (0, 0)
+            res = (m, bad, n, ne)
+        self.frames += res[0]
+        return res
+
+    def final(self) -> tuple[int, int]:
+        """Decide every pending frame (right edge repeated): (n frames out, ne edges)."""
+        self._grow(0, 0)
+        return vote_decide(self.sc[:0], True, self.dpar, self.dst, self.pdec, self.psc, self.out, self.edges)
+
     def push(self, x: np.ndarray) -> np.ndarray:
-        """Scores of the frames completed by the (finite, float64) samples ``x``."""
-        buf = np.concatenate([self.buf, x]) if self.buf.shape[0] else x
-        n = buf.shape[0]
-        m = (n - WIN) // HOP + 1 if n >= WIN else 0
-        scores = np.empty(m)
-        if m:
-            fr = np.lib.stride_tricks.as_strided(buf, shape=(m, WIN), strides=(HOP * buf.strides[0], buf.strides[0]), writeable=False)
-            X = np.fft.rfft(fr * self.win, n=N_FFT, axis=1)[:, : self.K]
-            y2 = np.ascontiguousarray((X.real * X.real + X.imag * X.imag) * self.norm)
-            self._batch(y2, self.gammas, self.hp_w, self.lpc_w, self.lpc_c, self.bands, self.cfg, self.ms_vec, self.ms_buf, self.ms_scal,
-                           self.ms_par, self.fst, scores)  # fmt: skip
-        self.buf = buf[m * HOP :].copy()
-        self.frames += m
-        return scores
+        """float64 scores of the frames completed by the samples ``x`` (1-D, any float dtype)."""
+        m, _, _, _ = self.step(x.reshape(1, -1, 1), True, 0, False)
+        return self.sc[:m].copy()
 
 
 BACKENDS = ("numba", "c")
@@ -257,14 +335,9 @@ def _kernel(backend: str) -> Any:
     return native.stat_sad_batch
 
 
-def _sanitize(x: np.ndarray) -> tuple[np.ndarray, int]:
-    """float64 copy with NaN/inf replaced by 0, and how many were replaced."""
-    y = np.array(x, dtype=np.float64).reshape(-1)
-    bad = ~np.isfinite(y)
-    nb = int(np.count_nonzero(bad))
-    if nb:
-        y[bad] = 0.0
-    return y, nb
+#: samples per front-end call of :func:`stat_sad_scores` (bounds its scratch memory; any size gives
+#: the same scores)
+OFFLINE_PIECE = 1 << 16
 
 
 def stat_sad_scores(x: np.ndarray, backend: str = "numba", **params: Any) -> tuple[np.ndarray, int, int]:
@@ -285,9 +358,18 @@ def stat_sad_scores(x: np.ndarray, backend: str = "numba", **params: Any) -> tup
         a = a[:, 0]
     if a.ndim != 1:
         raise ConfigError(f"stat_sad_scores needs a mono signal, got shape {np.shape(x)}")
-    y, _ = _sanitize(a)
+    if a.dtype not in (np.float32, np.float64):
+        a = a.astype(np.float64)
+    a = np.ascontiguousarray(a)
     an = _Analyzer(p, backend)
-    return an.push(y).astype(np.float32), HOP, WIN
+    out = np.empty(max((a.shape[0] - WIN) // HOP + 1, 0), np.float32)
+    j = 0
+    for i in range(0, a.shape[0], OFFLINE_PIECE):
+        sc = an.push(a[i : i + OFFLINE_PIECE])  # NaN/inf -> 0 inside
+        out[j : j + sc.shape[0]] = sc
+        j += sc.shape[0]
+    assert j == out.shape[0]
+    return out, HOP, WIN
 
 
 @register("dsp.stat_sad")
@@ -390,49 +472,56 @@ class StatSAD(WindowBlock):
     def start(self, ctx: Context) -> None:
         self._ctx = ctx
         self._an = _Analyzer(self.analysis, self.backend)
+        self._an.set_decision(self.threshold, self.threshold - self.hysteresis, self.vote_min, self.look)
         self._out_pos = 0  # absolute output index of the next item this block returns
         self._clear()
-        # JIT warm-up (compile or cache load) on a read-only window batch shaped like real ones,
-        # with scratch state; the kernels only ever see float64 arrays the block makes itself
+        # JIT warm-up (compile or cache load) with scratch state, on read-only window batches of
+        # the layout the runtime hands over (the first call's and a later call's), and the final step
         dummy = ctx.dummy_input("in", n=self.window + HOP)
         v = np.lib.stride_tricks.as_strided(dummy, shape=(2, self.window, 1), strides=(HOP * dummy.strides[0], dummy.strides[0], dummy.strides[1]),
                                             writeable=False)  # fmt: skip
-        y, _ = _sanitize(v[0, :, 0])
         scratch = _Analyzer(self.analysis, self.backend)
-        s = scratch.push(y)
-        hysteresis(s, 0.5, 0.4, np.zeros(1), np.empty(s.shape[0]))
+        scratch.set_decision(self.threshold, self.threshold - self.hysteresis, self.vote_min, self.look)
+        scratch.step(v, True, HOP, True)
+        scratch.step(v, False, HOP, True)
+        scratch.final()
 
     def work_windows(self, frames: np.ndarray, start: int, ctx: Context) -> np.ndarray:
         an = self._an
         assert an is not None
-        if self._origin is None:
+        first = self._origin is None
+        if first:
             self._origin = start
-            new = np.concatenate([frames[0, :, 0], frames[1:, -HOP:, 0].reshape(-1)])
-        else:
-            new = frames[:, -HOP:, 0].reshape(-1)
-        y, nb = _sanitize(new)
-        if nb:
+        m, bad, n, ne = an.step(frames, first, HOP, True)
+        if bad:
             if self.nonfinite_samples == 0:
                 ctx.log.warning("%s: NaN/inf input samples replaced by 0", self.name)
-            self.nonfinite_samples += nb
-        scores = an.push(y)
-        out = self._decide(ctx, scores, final=False)
-        assert out.shape[0] == frames.shape[0]
-        return out
+            self.nonfinite_samples += bad
+        if ne:
+            self._edges(ctx, an.edges[:ne], tag=True)
+        self._out_pos += n
+        assert n == frames.shape[0]
+        return an.out[:n].copy()
 
     def reset(self, cause: Gap | None = None) -> None:
         if self._ctx is None or self._an is None:
             return
         if self._origin is not None:
-            self._decide(self._ctx, np.zeros(0), final=True, emit_items=False)
+            _, ne = self._an.final()
+            if ne:
+                self._edges(self._ctx, self._an.edges[:ne], tag=False)
         self._clear()
 
     def flush(self, ctx: Context) -> np.ndarray | None:
-        if self._origin is None:
+        if self._origin is None or self._an is None:
             return None
-        out = self._decide(ctx, np.zeros(0), final=True)
+        n, ne = self._an.final()
+        if ne:
+            self._edges(ctx, self._an.edges[:ne], tag=True)
+        self._out_pos += n
+        out = self._an.out[:n].copy()
         self._clear()
-        return out if out.shape[0] else None
+        return out if n else None
 
     def stop(self) -> None:
         self._ctx = None
@@ -444,86 +533,35 @@ class StatSAD(WindowBlock):
             raise ConfigError(f"{self.name}: {sorted(bad)} cannot change while running; build a new graph")
         self.threshold = _num("threshold", changes.get("threshold", self.threshold))
         self.hysteresis = _num("hysteresis", changes.get("hysteresis", self.hysteresis), 0.0)
+        if self._an is not None:
+            self._an.set_decision(self.threshold, self.threshold - self.hysteresis, self.vote_min, self.look)
 
     # -- helpers ---------------------------------------------------------------------------------
     def _clear(self) -> None:
         assert self._an is not None
         self._an.reset()
         self._origin: int | None = None  # input index of frame 0
-        self._nout = 0  # frames output since the origin
-        self._hyst = np.zeros(1)
-        self._dh = np.zeros(0)  # decisions of frames nout - D .. processed - 1 (left edge repeated)
-        self._sc = np.zeros(0)  # scores of frames nout .. processed - 1
-        self._open = False
         self._start_tagged = False
-        self._seg_start = 0
-        self._seg_sum = 0.0
 
-    def _decide(self, ctx: Context, scores: np.ndarray, final: bool, emit_items: bool = True) -> np.ndarray:
-        """Decide the frames whose look-ahead is complete (all pending ones when ``final``); tags/events."""
-        D = self.look
-        if scores.shape[0]:
-            dec = np.empty(scores.shape[0])
-            hysteresis(scores, self.threshold, self.threshold - self.hysteresis, self._hyst, dec)
-            if self._nout == 0 and self._dh.shape[0] == 0:
-                dec = np.concatenate([np.full(D, dec[0]), dec])  # left edge
-            self._dh = np.concatenate([self._dh, dec])
-            self._sc = np.concatenate([self._sc, scores])
-        dh, sc = self._dh, self._sc
-        if final:
-            if sc.shape[0] == 0:
-                dh = dh[:0]
-            else:
-                dh = np.concatenate([dh, np.full(D, dh[-1])])  # right edge
-            n = sc.shape[0]
-        else:
-            n = max(dh.shape[0] - 2 * D, 0)
-        cs = np.concatenate([[0.0], np.cumsum(dh)])
-        votes = cs[2 * D + 1 : 2 * D + 1 + n] - cs[:n]
-        speech = votes >= self.vote_min
-        self._transitions(ctx, speech, sc[:n], emit_items)
-        if final and self._open:
-            self._close(ctx, self._nout + n, at=self._out_pos + (n if emit_items else 0))
-        out = sc[:n].astype(np.float32).reshape(n, 1)
-        self._dh = dh[n:] if not final else np.zeros(0)
-        self._sc = sc[n:] if not final else np.zeros(0)
-        self._nout += n
-        if emit_items:
-            self._out_pos += n
-        return out
+    def _edges(self, ctx: Context, edges: np.ndarray, tag: bool) -> None:
+        """Tags and events of the segment starts/ends :func:`vote_decide` found.
 
-    def _transitions(self, ctx: Context, speech: np.ndarray, sc: np.ndarray, tag: bool) -> None:
-        """Open/close segments at the vote's edges; ``tag`` False (reset): these items are never output."""
-        n = speech.shape[0]
-        if n == 0:
-            return
-        prev = np.concatenate([[self._open], speech[:-1]])
-        edges = np.flatnonzero(speech != prev)
-        last = 0
-        for i in edges:
-            i = int(i)
-            if self._open:
-                self._seg_sum += float(np.sum(sc[last:i], dtype=np.float64))
-                self._close(ctx, self._nout + i, at=self._out_pos + (i if tag else 0))
-            else:
-                self._open = True
-                self._seg_start = self._nout + i
-                self._seg_sum = 0.0
+        ``tag`` False (reset): the frames are never output, so no tags (events still go out); an
+        end then goes at the next item output.
+        """
+        for i, kind, score, a, e in edges.tolist():
+            if kind:
                 self._start_tagged = tag
                 if tag:
-                    ctx.add_tag(self._out_pos + i, SPEECH, SpeechBoundary(True, DETECTOR, float(sc[i])))
-            last = i
-        if self._open:
-            self._seg_sum += float(np.sum(sc[last:n], dtype=np.float64))
+                    ctx.add_tag(self._out_pos + int(i), SPEECH, SpeechBoundary(True, DETECTOR, score))
+            else:
+                self._close(ctx, int(a), int(e), score, at=self._out_pos + (int(i) if tag else 0))
 
-    def _close(self, ctx: Context, end_frame: int, at: int) -> None:
-        """End the open segment before frame ``end_frame``; end tag at output index ``at``."""
-        a = self._seg_start
-        score = self._seg_sum / max(end_frame - a, 1)
+    def _close(self, ctx: Context, a: int, end_frame: int, score: float, at: int) -> None:
+        """Close the segment of frames ``a .. end_frame - 1`` (mean score ``score``); end tag at output index ``at``."""
         origin = self._origin or 0
         lo, hi = origin + a * HOP, origin + (end_frame - 1) * HOP + WIN
         if self._start_tagged:  # no end tag for a segment whose start never reached the output
             ctx.add_tag(at, SPEECH, SpeechBoundary(False, DETECTOR, score))
         ctx.emit(VAD_SEGMENT, ActivitySegment(DETECTOR, score, lo / RATE, hi / RATE), span=(lo, hi))
-        self._open = False
-        self._seg_sum = 0.0
+        self._start_tagged = False

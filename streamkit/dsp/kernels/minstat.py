@@ -308,10 +308,25 @@ def stat_sad_batch(y2: np.ndarray, gammas: np.ndarray, hp_w: np.ndarray, lpc_w: 
     S = gammas.shape[0]
     B = bands.shape[0]
     # numba does not bounds-check: a shape mismatch would corrupt memory
-    if (hp_w.shape[0] != K or lpc_w.shape[0] != K or lpc_c.shape[0] != K or ms_vec.shape[0] != S or ms_vec.shape[1] != 8
-            or ms_vec.shape[2] != K or ms_buf.shape[0] != S or ms_buf.shape[1] != int(ms_par[_NU]) or ms_buf.shape[2] != K
-            or ms_scal.shape[0] != S or ms_scal.shape[1] != 4 or cfg.shape[0] != N_CFG or fst.shape[0] != F_BANDS + 3 * B
-            or scores.shape[0] != k or bands.shape[1] != 2 or int(cfg[C_NEED]) < 1 or int(cfg[C_NEED]) > B):
+    if (
+        hp_w.shape[0] != K
+        or lpc_w.shape[0] != K
+        or lpc_c.shape[0] != K
+        or ms_vec.shape[0] != S
+        or ms_vec.shape[1] != 8
+        or ms_vec.shape[2] != K
+        or ms_buf.shape[0] != S
+        or ms_buf.shape[1] != int(ms_par[_NU])
+        or ms_buf.shape[2] != K
+        or ms_scal.shape[0] != S
+        or ms_scal.shape[1] != 4
+        or cfg.shape[0] != N_CFG
+        or fst.shape[0] != F_BANDS + 3 * B
+        or scores.shape[0] != k
+        or bands.shape[1] != 2
+        or int(cfg[C_NEED]) < 1
+        or int(cfg[C_NEED]) > B
+    ):
         raise ValueError("stat_sad_batch: state/parameter shapes do not fit y2")
     for b in range(B):
         if bands[b, 0] < 0 or bands[b, 1] > K or bands[b, 0] >= bands[b, 1]:
@@ -416,3 +431,283 @@ def hysteresis(scores: np.ndarray, on: float, off: float, state: np.ndarray, out
         d = 1.0 if (s > on if d == 0.0 else s > off) else 0.0
         out[j] = d
     state[0] = d
+
+
+# -- the streaming front end: sanitising, framing, window, FFT ---------------------------------------
+
+
+def rfft_tables(n_fft: int, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """Tables of :func:`rfft_power` for a real ``n_fft``-point DFT (power of 2): (rev, tw).
+
+    ``rev`` (n_fft/2,) int64: bit reversal of the half-length complex FFT; ``tw`` (4, n_fft/2 + 1):
+    rows cos/-sin of the half-length FFT's twiddles per stage (butterflies ``half`` apart use
+    exp(-i pi j / half), j < half, stored at ``half + j``), then cos/-sin of the split twiddles
+    exp(-2 pi i k / n_fft).
+    """
+    h = n_fft // 2
+    if n_fft < 4 or n_fft & (n_fft - 1) or not 1 <= n_bins <= h + 1:
+        raise ValueError(f"rfft_tables: n_fft must be a power of 2 >= 4 and 1 <= n_bins <= n_fft/2 + 1, got {n_fft}, {n_bins}")
+    bits = h.bit_length() - 1
+    rev = np.array([int(format(i, f"0{bits}b")[::-1], 2) if bits else 0 for i in range(h)], dtype=np.int64)
+    tw = np.zeros((4, h + 1))
+    half = 1
+    while half < h:  # stage with butterflies ``half`` apart: twiddles j < half at [half + j]
+        j = np.arange(half)
+        tw[0, half : 2 * half] = np.cos(np.pi * j / half)
+        tw[1, half : 2 * half] = -np.sin(np.pi * j / half)
+        half *= 2
+    k = np.arange(h + 1)
+    tw[2] = np.cos(2 * np.pi * k / n_fft)
+    tw[3] = -np.sin(2 * np.pi * k / n_fft)
+    return rev, tw
+
+
+@nb.njit(cache=True, nogil=True, fastmath=_FM)
+def rfft_power(v: np.ndarray, off: int, win: np.ndarray, rev: np.ndarray, tw: np.ndarray, norm: float, zr: np.ndarray, zi: np.ndarray,
+               out: np.ndarray) -> None:  # fmt: skip
+    """``out[k] = |X[k]|^2 * norm``, k < len(out), X the ``2 * len(rev)``-point DFT of ``v[off:off+W] * win`` zero-padded.
+
+    Radix-2 FFT of the half length on the packed sequence z[m] = u[2m] + i u[2m+1] (u the windowed,
+    zero-padded frame), then the usual split into the real DFT. ``zr``, ``zi`` (n_fft/2,) scratch.
+    """
+    h = rev.shape[0]
+    W = win.shape[0]
+    for t in range(h):
+        zr[t] = 0.0
+        zi[t] = 0.0
+    for t in range(W // 2):
+        r = rev[t]
+        zr[r] = v[off + 2 * t] * win[2 * t]
+        zi[r] = v[off + 2 * t + 1] * win[2 * t + 1]
+    for s in range(0, h - 1, 2):  # butterflies 1 apart: twiddle 1
+        ar = zr[s]
+        ai = zi[s]
+        br = zr[s + 1]
+        bi = zi[s + 1]
+        zr[s] = ar + br
+        zi[s] = ai + bi
+        zr[s + 1] = ar - br
+        zi[s + 1] = ai - bi
+    half = 2
+    while half < h:
+        size = 2 * half
+        for s in range(0, h, size):
+            for j in range(half):
+                wr = tw[0, half + j]
+                wi = tw[1, half + j]
+                a = s + j
+                t = a + half
+                xr = zr[t] * wr - zi[t] * wi
+                xi = zr[t] * wi + zi[t] * wr
+                zr[t] = zr[a] - xr
+                zi[t] = zi[a] - xi
+                zr[a] += xr
+                zi[a] += xi
+        half = size
+    for k in range(out.shape[0]):
+        a = k % h
+        b = (h - k) % h
+        er = 0.5 * (zr[a] + zr[b])
+        ei = 0.5 * (zi[a] - zi[b])
+        orr = 0.5 * (zi[a] + zi[b])
+        oi = -0.5 * (zr[a] - zr[b])
+        cr = tw[2, k]
+        ci = tw[3, k]
+        xr = er + cr * orr - ci * oi
+        xi = ei + cr * oi + ci * orr
+        out[k] = (xr * xr + xi * xi) * norm
+
+
+#: front-end state ``fe`` (int64): samples carried in ``sbuf`` (the start of the next frame on)
+FE_CARRY = 0
+
+
+def frames_needed(carry: int, n_new: int, win: int, hop: int) -> int:
+    """Frames completed when ``n_new`` samples join ``carry`` carried ones."""
+    n = carry + n_new
+    return (n - win) // hop + 1 if n >= win else 0
+
+
+@nb.njit(cache=True, nogil=True, fastmath=_FM)
+def stat_sad_frames(x: np.ndarray, whole0: bool, hop_in: int, sbuf: np.ndarray, fe: np.ndarray, hop: int, win: np.ndarray, rev: np.ndarray,
+                    tw: np.ndarray, norm: float, y2: np.ndarray) -> tuple[int, int]:  # fmt: skip
+    """Append new samples, compute the periodograms of the completed frames into ``y2[:m]``.
+
+    ``x`` (k, L, C): channel 0 of ``x[0, :]`` (when ``whole0``) and of the last ``hop_in`` items of
+    every other row (of every row when not ``whole0``) are the new samples, in order: the layout
+    of a WindowBlock's window batch, and of a plain signal as ``(1, n, 1)``. NaN/inf become 0.
+    ``sbuf`` (>= carry + new) float64 holds the carried samples (``fe[FE_CARRY]``); frames of
+    ``len(win)`` samples every ``hop``; ``y2`` (>= m, K). Returns (m, non-finite samples).
+    """
+    c = fe[FE_CARRY]
+    k, L = x.shape[0], x.shape[1]
+    bad = 0
+    for j in range(k):
+        a = 0 if (j == 0 and whole0) else L - hop_in
+        for i in range(a, L):
+            v = float(x[j, i, 0])
+            if not math.isfinite(v):
+                v = 0.0
+                bad += 1
+            sbuf[c] = v
+            c += 1
+    W = win.shape[0]
+    m = (c - W) // hop + 1 if c >= W else 0
+    K = y2.shape[1]
+    h = rev.shape[0]
+    zr = np.empty(h)
+    zi = np.empty(h)
+    for f in range(m):
+        rfft_power(sbuf, f * hop, win, rev, tw, norm, zr, zi, y2[f, :K])
+    adv = m * hop
+    for i in range(c - adv):
+        sbuf[i] = sbuf[adv + i]
+    fe[FE_CARRY] = c - adv
+    return m, bad
+
+
+# -- decisions: hysteresis, centred vote, segment edges ------------------------------------------------
+
+# decision parameters ``dpar``: on, off, vote_min, D (look-ahead = vote_window // 2)
+DP_ON, DP_OFF, DP_VMIN, DP_D = range(4)
+N_DPAR = 4
+# decision state ``dst``: previous hysteresis decision, pending decisions, pending scores, segment
+# open, its first frame, its score sum, frames output since the origin
+DS_HYST, DS_NDEC, DS_NSC, DS_OPEN, DS_SEGA, DS_SUM, DS_NOUT = range(7)
+N_DST = 7
+# edge rows: [output frame index in this call, 1 = start / 0 = end, score, segment start frame, end frame]
+N_EDGE = 5
+
+
+def decision_capacity(dst: np.ndarray, k: int, look: int) -> int:
+    """Pending-array length :func:`vote_decide` needs for ``k`` more frames."""
+    return int(dst[DS_NDEC]) + k + 2 * look + 1
+
+
+@nb.njit(cache=True, nogil=True, fastmath=_FM)
+def vote_decide(scores: np.ndarray, final: bool, dpar: np.ndarray, dst: np.ndarray, pdec: np.ndarray, psc: np.ndarray, out: np.ndarray,
+                edges: np.ndarray) -> tuple[int, int]:  # fmt: skip
+    """Frame decisions of the block: hysteresis, the centred ">= vote_min of 2D+1" vote, segment edges.
+
+    New frame ``scores`` join the pending ones (``pdec``/``psc``, counts in ``dst``); every frame whose
+    look-ahead is complete (all pending ones when ``final``: the last decision is repeated D times
+    at the right edge; the first one D times at the left edge) is decided: its score goes to
+    ``out[i, 0]`` (float32) and segment starts/ends to ``edges`` rows. The segment's score sum runs
+    frame by frame, so it does not depend on the batch sizes. Returns (frames out, edges).
+    """
+    on = dpar[DP_ON]
+    off = dpar[DP_OFF]
+    vmin = dpar[DP_VMIN]
+    D = int(dpar[DP_D])
+    nd = int(dst[DS_NDEC])
+    ns = int(dst[DS_NSC])
+    nout = int(dst[DS_NOUT])
+    k = scores.shape[0]
+    d = dst[DS_HYST]
+    for j in range(k):
+        s = scores[j]
+        d = 1.0 if (s > on if d == 0.0 else s > off) else 0.0
+        if j == 0 and nout == 0 and nd == 0:
+            for _ in range(D):  # left edge
+                pdec[nd] = d
+                nd += 1
+        pdec[nd] = d
+        nd += 1
+        psc[ns] = s
+        ns += 1
+    dst[DS_HYST] = d
+    if final:
+        if ns == 0:
+            nd = 0
+        else:
+            last = pdec[nd - 1]
+            for _ in range(D):  # right edge
+                pdec[nd] = last
+                nd += 1
+        n = ns
+    else:
+        n = nd - 2 * D if nd > 2 * D else 0
+    is_open = dst[DS_OPEN] != 0.0
+    sega = dst[DS_SEGA]
+    ssum = dst[DS_SUM]
+    ne = 0
+    votes = 0.0
+    for i in range(2 * D):
+        if i < nd:
+            votes += pdec[i]
+    for i in range(n):
+        votes += pdec[i + 2 * D]
+        sp = votes >= vmin
+        votes -= pdec[i]
+        if sp != is_open:
+            if is_open:
+                e = nout + i
+                edges[ne, 0] = i
+                edges[ne, 1] = 0.0
+                edges[ne, 2] = ssum / max(e - sega, 1.0)
+                edges[ne, 3] = sega
+                edges[ne, 4] = e
+                ne += 1
+                is_open = False
+                ssum = 0.0
+            else:
+                is_open = True
+                sega = nout + i
+                ssum = 0.0
+                edges[ne, 0] = i
+                edges[ne, 1] = 1.0
+                edges[ne, 2] = psc[i]
+                edges[ne, 3] = sega
+                edges[ne, 4] = -1.0
+                ne += 1
+        if is_open:
+            ssum += psc[i]
+        out[i, 0] = psc[i]
+    if final and is_open:
+        e = nout + n
+        edges[ne, 0] = n
+        edges[ne, 1] = 0.0
+        edges[ne, 2] = ssum / max(e - sega, 1.0)
+        edges[ne, 3] = sega
+        edges[ne, 4] = e
+        ne += 1
+        is_open = False
+        ssum = 0.0
+    if final:
+        nd = 0
+        ns = 0
+    else:
+        for i in range(nd - n):
+            pdec[i] = pdec[n + i]
+        for i in range(ns - n):
+            psc[i] = psc[n + i]
+        nd -= n
+        ns -= n
+    dst[DS_NDEC] = nd
+    dst[DS_NSC] = ns
+    dst[DS_OPEN] = 1.0 if is_open else 0.0
+    dst[DS_SEGA] = sega
+    dst[DS_SUM] = ssum
+    dst[DS_NOUT] = nout + n
+    return n, ne
+
+
+@nb.njit(cache=True, nogil=True, fastmath=_FM)
+def stat_sad_step(x: np.ndarray, whole0: bool, hop_in: int, sbuf: np.ndarray, fe: np.ndarray, hop: int, win: np.ndarray, rev: np.ndarray,
+                  tw: np.ndarray, norm: float, y2: np.ndarray, scores: np.ndarray, gammas: np.ndarray, hp_w: np.ndarray, lpc_w: np.ndarray,
+                  lpc_c: np.ndarray, bands: np.ndarray, cfg: np.ndarray, ms_vec: np.ndarray, ms_buf: np.ndarray, ms_scal: np.ndarray,
+                  ms_par: np.ndarray, fst: np.ndarray, decide: bool, dpar: np.ndarray, dst: np.ndarray, pdec: np.ndarray, psc: np.ndarray,
+                  out: np.ndarray, edges: np.ndarray) -> tuple[int, int, int, int]:  # fmt: skip
+    """One streaming step of the numba backend in one call: :func:`stat_sad_frames`, :func:`stat_sad_batch`
+    on the new frames (scores into ``scores[:m]``), then (``decide``) :func:`vote_decide`.
+
+    Returns (frames analysed m, non-finite samples, frames out, edges).
+    """
+    m, bad = stat_sad_frames(x, whole0, hop_in, sbuf, fe, hop, win, rev, tw, norm, y2)
+    if m:
+        stat_sad_batch(y2[:m], gammas, hp_w, lpc_w, lpc_c, bands, cfg, ms_vec, ms_buf, ms_scal, ms_par, fst, scores[:m])
+    n = 0
+    ne = 0
+    if decide:
+        n, ne = vote_decide(scores[:m], False, dpar, dst, pdec, psc, out, edges)
+    return m, bad, n, ne
