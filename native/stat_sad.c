@@ -45,7 +45,7 @@
 #endif
 
 /* version of this file's exported signatures (streamkit.native.STAT_SAD_ABI_VERSION) */
-#define SK_STAT_SAD_ABI 1
+#define SK_STAT_SAD_ABI 2
 
 /* indices into ms_par (minstat.py: _AMAX ...) */
 enum { MP_AMAX, MP_ACA, MP_AMINH, MP_SNREXP, MP_BMAX, MP_QIMAX, MP_QIMIN, MP_AV, MP_ND, MP_NV, MP_MD, MP_MV, MP_NU,
@@ -53,7 +53,7 @@ enum { MP_AMAX, MP_ACA, MP_AMINH, MP_SNREXP, MP_BMAX, MP_QIMAX, MP_QIMIN, MP_AV,
 /* rows of one tracker's vec (8, K) */
 enum { V_P, V_X, V_PB, V_PB2, V_PMINU, V_ACTMIN, V_ACTMINSUB, V_LMIN };
 /* indices into cfg (minstat.py: C_GMIN2 ...) */
-enum { C_GMIN2, C_FLOOR, C_EPS, C_A_LPC, C_A_E, C_A_ND, C_RISE, C_FALL, C_KAPPA, C_DMIN, C_SCALE, C_NEED, SK_N_CFG };
+enum { C_GMIN2, C_FLOOR, C_EPS, C_A_LPC, C_A_E, C_A_ND, C_RISE, C_FALL, C_KAPPA, C_DMIN, C_SCALE, C_NEED, C_WARM, SK_N_CFG };
 /* feature state fst */
 enum { F_START, F_A1, F_BANDS };
 
@@ -222,7 +222,9 @@ SK_EXPORT int sk_stat_sad_batch(const double *y2, int64_t k, int64_t K, const do
             r1 += ph * lpc_c[i];
         }
         const double a1 = r0 > 0.0 ? r1 / r0 : 0.0;
-        const int first = fst[F_START] == 0.0;
+        const double seen = fst[F_START];
+        const int first = seen == 0.0;
+        const int warm = seen < cfg[C_WARM];
         if (first)
             fst[F_A1] = a1;
         else
@@ -236,6 +238,9 @@ SK_EXPORT int sk_stat_sad_batch(const double *y2, int64_t k, int64_t K, const do
             double eb, nb, sb;
             if (first) {
                 eb = nb = sb = e;
+            } else if (warm) { /* start-up: both level trackers follow the smoothed energy */
+                eb = a_e * o[0] + (1.0 - a_e) * e;
+                nb = sb = eb;
             } else {
                 eb = a_e * o[0] + (1.0 - a_e) * e;
                 nb = o[1];
@@ -265,7 +270,7 @@ SK_EXPORT int sk_stat_sad_batch(const double *y2, int64_t k, int64_t K, const do
                 m = -50.0;
             bs[b] = 1.0 / (1.0 + exp(-m));
         }
-        fst[F_START] = 1.0;
+        fst[F_START] = seen + 1.0;
         /* need-th largest band score: partial selection by repeated max */
         for (int r = 0; r < need; r++) {
             int64_t im = r;

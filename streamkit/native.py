@@ -50,7 +50,7 @@ __all__ = [
 ABI_VERSION = 1
 """``sk_native_abi_version()`` this module was written for."""
 
-STAT_SAD_ABI_VERSION = 1
+STAT_SAD_ABI_VERSION = 2
 """``sk_stat_sad_abi_version()`` (``native/stat_sad.c``) this module was written for."""
 
 _PKG_DIR = Path(__file__).resolve().parent
@@ -389,7 +389,7 @@ def stat_sad_batch(
         raise TypeError("stat_sad_batch: bands must be a contiguous int64 array of shape (B, 2)")
     B = bands.shape[0]
     U = ms_buf.shape[1] if isinstance(ms_buf, np.ndarray) and ms_buf.ndim == 3 else -1
-    _f64("cfg", cfg, (12,))
+    _f64("cfg", cfg, (13,))
     _f64("ms_vec", ms_vec, (S, 8, K), True)
     _f64("ms_buf", ms_buf, (S, U, K), True)
     _f64("ms_scal", ms_scal, (S, 4), True)

@@ -47,6 +47,7 @@ from streamkit.dsp.kernels.minstat import (
     C_NEED,
     C_RISE,
     C_SCALE,
+    C_WARM,
     DP_D,
     DP_OFF,
     DP_ON,
@@ -101,14 +102,21 @@ ANALYSIS_DEFAULTS: dict[str, Any] = {
     "min_margin_db": 15.0,  # [3.0]
     "score_scale_db": 4.0,  # band score = sigmoid(margin / scale) [1.5]
     "bands_needed": 2,  # frame score = this-th largest band score (">= 2 of 3 bands") [2]
+    # start-up (stream start, after a reset): for the first warmup_s the noise and speech level
+    # trackers are set to the smoothed band energy (the minimum-statistics trackers settle within
+    # ~0.5 s, and a tracker started on the first, fully suppressed frame gave a ~0.5 s false
+    # segment at every start); scores stay low there. Not tuned: chosen from that transient. Eval F1
+    # at the dev-EER threshold 94.02 -> 94.56 % (`streamkit eval sad --system stat --corpus /tmp/hfc2h`)
+    "warmup_s": 0.75,  # [0: trackers started from the first frame]
 }
 
 #: decision parameters of the block
 DECISION_DEFAULTS: dict[str, Any] = {
-    # the dev-EER threshold of `python benchmarks/tune_stat_sad.py --passes 4` (the paper's protocol:
-    # the threshold at dev's equal error rate, applied to eval); 0.5 would mean ">= bands_needed
-    # bands clearly above their adaptive thresholds"
-    "threshold": 0.225,
+    # the dev-EER threshold (the paper's protocol: the threshold at dev's equal error rate, applied
+    # to eval) of `streamkit eval sad --system stat --corpus /tmp/hfc2h` with warmup_s 0.75 (0.225,
+    # from `python benchmarks/tune_stat_sad.py --passes 4`, before the start-up warm-up); 0.5 would
+    # mean ">= bands_needed bands clearly above their adaptive thresholds"
+    "threshold": 0.185,
     "hysteresis": 0.1,  # once speech, a frame stays speech while score > threshold - hysteresis
     "vote_window": 25,  # centred majority vote over frames (sad-spec §2.5, [CODE] fgnt smooth_vad)
     "vote_min": 12,  # speech if >= vote_min of vote_window frames are (sad-spec §2.5)
@@ -159,6 +167,7 @@ def _check_analysis(p: Mapping[str, Any]) -> dict[str, Any]:
         "kappa": _num("kappa", q["kappa"], 0.0, 1.0),
         "min_margin_db": _num("min_margin_db", q["min_margin_db"], 0.0),
         "score_scale_db": _num("score_scale_db", q["score_scale_db"], 0.0, lo_open=True),
+        "warmup_s": _num("warmup_s", q["warmup_s"], 0.0, 60.0),
     }
     try:
         bands = tuple((float(a), float(b)) for a, b in q["bands_hz"])
@@ -223,6 +232,7 @@ class _Analyzer:
         cfg[C_DMIN] = p["min_margin_db"]
         cfg[C_SCALE] = p["score_scale_db"]
         cfg[C_NEED] = p["bands_needed"]
+        cfg[C_WARM] = round(p["warmup_s"] * RATE / HOP)
         self.cfg = cfg
         self.ms_par = minstat_params(HOP / RATE, p["ms_subwindows"], p["ms_subwindow_frames"])
         # decisions (the block sets dpar)
@@ -389,7 +399,9 @@ class StatSAD(WindowBlock):
         (1000, 2000), (2000, 3000)), energy_tau_s (0.1 s), noise_fall_tau_s (0.5 s),
         noise_rise_db_s (0.05 dB/s), speech_fall_db_s (2 dB/s), kappa (0.3), min_margin_db (15 dB),
         score_scale_db (4 dB), bands_needed (2).
-        Decision: threshold (0.5: score > 0.5 <=> >= bands_needed bands above their adaptive
+        Start-up: warmup_s (0.75 s): after the stream start and every reset the level trackers
+        follow the band energy (no false segment while the noise trackers settle).
+        Decision: threshold (0.185, the dev-EER threshold; 0.5: score > 0.5 <=> >= bands_needed bands above their adaptive
         threshold), hysteresis (0.1: speech continues while score > threshold - hysteresis),
         vote_window (25, odd) and vote_min (12): the centred ">= 12 of 25" vote of sad-spec §2.5,
         the first/last frame repeated at the edges.

@@ -95,7 +95,7 @@ def test_instance():
     b = StatSAD()
     assert b.window == WIN + 12 * HOP and b.hop == HOP and b.look == 12
     assert b.algorithmic_latency() == 256 + 12 * 256
-    assert b.threshold == 0.225 and b.vote_window == 25 and b.vote_min == 12
+    assert b.threshold == 0.185 and b.vote_window == 25 and b.vote_min == 12
     assert b.params() == {}
     b2 = StatSAD(gamma=30.0, threshold=0.6, vote_window=1, vote_min=1)
     assert b2.params() == {"gamma": 30.0, "threshold": 0.6, "vote_window": 1, "vote_min": 1}
@@ -289,3 +289,97 @@ def test_short_stream_gives_no_output():
     x = np.zeros((WIN + 11 * HOP, 1), np.float32)
     r = run_block(StatSAD(), x, rate=RATE)
     assert r.samples.shape[0] == 0
+
+
+# -- start-up and after a gap (warm-up of the level trackers) ------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["white", "pink"])
+@pytest.mark.parametrize("level", [0.001, 0.01, 0.1, 0.5])
+def test_noise_only_no_segment_at_start_or_after_gap(kind, level):
+    """Noise only: no segment in the first 1.5 s of the stream nor in the 1.5 s after a gap.
+
+    (Without the warm-up a ~0.5 s false segment opened at every start while the trackers settled.
+    Later in a long stream, pink noise at high levels can still trip the detector now and then:
+    that is its false-alarm rate, not a start-up effect, so only the start-up windows are checked.)
+    """
+    rng = np.random.default_rng(int(level * 1000) + (kind == "pink"))
+    x = (noise(8 * RATE, rng, kind) * level).astype(np.float32)[:, None]
+    g = 4 * RATE
+    gap = Gap(lost=800, cause=GapCause.RECONNECT)
+    r = run_block(StatSAD(), x, rate=RATE, sizes=800, gaps=[(g, gap)])
+    early = [(a, b) for a, b in spans(r) if a < int(1.5 * RATE) or g <= a < g + int(1.5 * RATE)]
+    assert early == []
+    if kind == "white":
+        assert spans(r) == []
+
+
+def test_warmup_zero_reproduces_the_start_up_segment():
+    """The fix is the warm-up: without it (warmup_s=0) the start-up false segment is back."""
+    rng = np.random.default_rng(7)
+    x = (noise(4 * RATE, rng, "white") * 0.1).astype(np.float32)[:, None]
+    r0 = run_block(StatSAD(warmup_s=0.0), x, rate=RATE, sizes=800)
+    assert spans(r0) and spans(r0)[0][0] == 0
+    assert spans(run_block(StatSAD(), x, rate=RATE, sizes=800)) == []
+
+
+def test_speech_right_after_warmup_is_detected():
+    x, truth = make(12.0, 10.0, "white", seed=3)
+    r = run_block(StatSAD(), x[:, None], rate=RATE, sizes=800)
+    lab = frame_labels(r.samples.shape[0], truth)
+    assert auc(r.samples[lab, 0], r.samples[~lab, 0]) > 0.9
+
+
+# -- bad stretches do not poison the state ------------------------------------------------------------
+
+
+def _recovers(bad: np.ndarray, within_s: float = 3.0) -> None:
+    """Audio, a bad stretch, then the same audio: after ``within_s`` of the audio following the bad
+    stretch, the decisions equal those of a fresh block on that audio (up to a few frames)."""
+    x = X12
+    y = np.concatenate([x[: 3 * RATE], bad.astype(np.float32), x]).astype(np.float32)
+    b = StatSAD()
+    r = run_block(b, y[:, None], rate=RATE, sizes=800)
+    fresh = run_block(StatSAD(), x[:, None], rate=RATE, sizes=800)
+    assert np.all(np.isfinite(r.samples))
+    thr = b.threshold
+    off = (3 * RATE + bad.shape[0]) // HOP  # frames before the repeated audio (bad.shape[0] % HOP == 0)
+    skip = int(within_s * RATE / HOP)
+    d = r.samples[off + skip :, 0] > thr
+    f = fresh.samples[skip:, 0] > thr
+    n = min(d.shape[0], f.shape[0])
+    assert np.count_nonzero(d[:n] != f[:n]) <= 5
+    # segments after the recovery time match the fresh run's (shifted), start/end within 3 frames
+    s_bad = [(a - off * HOP, e - off * HOP) for a, e in spans(r) if a >= (off + skip) * HOP]
+    s_ref = [(a, e) for a, e in spans(fresh) if a >= skip * HOP]
+    assert len(s_bad) == len(s_ref)
+    for (a, e), (a2, e2) in zip(s_bad, s_ref):
+        assert abs(a - a2) <= 3 * HOP and abs(e - e2) <= 3 * HOP
+
+
+def test_recovers_after_long_silence():
+    _recovers(np.zeros(10 * RATE))
+
+
+def test_recovers_after_clipping():
+    t = np.arange(5 * RATE) / RATE
+    _recovers(np.sign(np.sin(2 * np.pi * 300 * t)))
+
+
+def test_recovers_after_nan_and_inf():
+    bad = np.full(5 * RATE, np.nan)
+    bad[::7] = np.inf
+    bad[1::7] = -np.inf
+    _recovers(bad)
+
+
+def test_offline_bad_input_finite():
+    t = np.arange(4 * RATE) / RATE
+    for x in (
+        np.zeros(4 * RATE),
+        np.sign(np.sin(2 * np.pi * 300 * t)),
+        np.full(4 * RATE, np.nan),
+        np.concatenate([X12[:RATE], [np.inf] * 100, X12[:RATE]]),
+    ):
+        s, hop, win = stat_sad_scores(x.astype(np.float32))
+        assert s.shape[0] == (x.shape[0] - win) // hop + 1 and np.all(np.isfinite(s))

@@ -262,9 +262,9 @@ def minstat_track(y2: np.ndarray, vec: np.ndarray, buf: np.ndarray, scal: np.nda
 # -- the full per-frame pipeline ------------------------------------------------------------------
 
 # indices into the pipeline parameter vector ``cfg``
-C_GMIN2, C_FLOOR, C_EPS, C_A_LPC, C_A_E, C_A_ND, C_RISE, C_FALL, C_KAPPA, C_DMIN, C_SCALE, C_NEED = range(12)
-N_CFG = 12
-# feature state ``fst``: [started, a1bar] + per band [e_bar, n, s]
+C_GMIN2, C_FLOOR, C_EPS, C_A_LPC, C_A_E, C_A_ND, C_RISE, C_FALL, C_KAPPA, C_DMIN, C_SCALE, C_NEED, C_WARM = range(13)
+N_CFG = 13
+# feature state ``fst``: [frames seen, a1bar] + per band [e_bar, n, s]
 F_START, F_A1 = 0, 1
 F_BANDS = 2
 
@@ -343,6 +343,7 @@ def stat_sad_batch(y2: np.ndarray, gammas: np.ndarray, hp_w: np.ndarray, lpc_w: 
     dmin = cfg[C_DMIN]
     scale = cfg[C_SCALE]
     need = int(cfg[C_NEED])
+    warm_n = cfg[C_WARM]
     P = np.empty(K)
     qeqi = np.empty(K)
     kmod = np.empty(K, dtype=np.bool_)
@@ -368,7 +369,9 @@ def stat_sad_batch(y2: np.ndarray, gammas: np.ndarray, hp_w: np.ndarray, lpc_w: 
             r0 += ph * lpc_w[i]
             r1 += ph * lpc_c[i]
         a1 = r1 / r0 if r0 > 0.0 else 0.0
-        first = fst[F_START] == 0.0
+        seen = fst[F_START]
+        first = seen == 0.0
+        warm = seen < warm_n
         if first:
             fst[F_A1] = a1
         else:
@@ -384,6 +387,10 @@ def stat_sad_batch(y2: np.ndarray, gammas: np.ndarray, hp_w: np.ndarray, lpc_w: 
                 eb = e
                 nb_ = e
                 sb = e
+            elif warm:  # start-up: both level trackers follow the smoothed energy
+                eb = a_e * fst[o] + (1.0 - a_e) * e
+                nb_ = eb
+                sb = eb
             else:
                 eb = a_e * fst[o] + (1.0 - a_e) * e
                 nb_ = fst[o + 1]
@@ -406,7 +413,7 @@ def stat_sad_batch(y2: np.ndarray, gammas: np.ndarray, hp_w: np.ndarray, lpc_w: 
             elif m < -50.0:
                 m = -50.0
             bs[b] = 1.0 / (1.0 + math.exp(-m))
-        fst[F_START] = 1.0
+        fst[F_START] = seen + 1.0
         # need-th largest band score (B is small: partial selection by repeated max)
         for r in range(need):
             im = r
