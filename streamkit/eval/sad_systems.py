@@ -11,7 +11,8 @@ frame ``j`` covering samples ``[j*hop, j*hop + win)`` (the convention of
 Systems:
 
 * ``stat``: the statistical SAD (:func:`streamkit.dsp.stat_sad.stat_sad_scores`), hop 256, win 512,
-  default threshold 0.225 (the block's: the tuned dev-EER threshold).
+  default threshold the block's (the tuned dev-EER threshold).
+* ``stat-c``: the same on the C kernel (``native/stat_sad.c``), when the native library is built.
 * ``energy``: the energy-VAD baseline (:mod:`streamkit.dsp.energy_vad`) as a soft score. Per 20 ms
   frame (160 samples, no overlap): ``snr_db = e_db - floor`` with the block's noise floor (minimum
   of the frame energies over the last 3 s, causal) and its absolute gate (frames under -70 dBFS
@@ -116,6 +117,26 @@ def _stat(x: np.ndarray) -> tuple[np.ndarray, int, int]:
     from streamkit.dsp.stat_sad import stat_sad_scores
 
     return stat_sad_scores(x)
+
+
+def _stat_c(x: np.ndarray) -> tuple[np.ndarray, int, int]:
+    from streamkit.dsp.stat_sad import stat_sad_scores
+
+    return stat_sad_scores(x, backend="c")
+
+
+def _stat_threshold() -> float:
+    from streamkit.dsp.stat_sad import DECISION_DEFAULTS
+
+    return float(DECISION_DEFAULTS["threshold"])
+
+
+def _have_native_stat_sad() -> bool:
+    try:
+        from streamkit.native import stat_sad_available
+    except ImportError:
+        return False
+    return bool(stat_sad_available())
 
 
 ENERGY_FRAME = 160  # 20 ms at 8 kHz (EnergyVAD frame_ms default)
@@ -223,7 +244,7 @@ def _have_webrtcvad() -> bool:
 
 def _build() -> dict[str, SadSystem]:
     systems = {
-        "stat": SadSystem("stat", _stat, 0.225, "statistical SAD (multi-stage Wiener + minimum statistics), hop 256 / win 512"),
+        "stat": SadSystem("stat", _stat, _stat_threshold(), "statistical SAD (multi-stage Wiener + minimum statistics), numba, hop 256 / win 512"),
         "energy": SadSystem(
             "energy",
             energy_scores,
@@ -231,6 +252,8 @@ def _build() -> dict[str, SadSystem]:
             "energy VAD baseline: clip(SNR over 3 s min floor / 30 dB, 0, 1), 300 ms hangover, 20 ms frames",
         ),  # fmt: skip
     }
+    if _have_native_stat_sad():
+        systems["stat-c"] = SadSystem("stat-c", _stat_c, _stat_threshold(), "the same statistical SAD on its C kernel (native/stat_sad.c)")
     if _have_webrtcvad():
         for m in range(4):
             systems[f"webrtcvad{m}"] = SadSystem(f"webrtcvad{m}", _webrtc(m), 0.5, f"WebRTC VAD aggressiveness {m}, 30 ms frames, binary")
