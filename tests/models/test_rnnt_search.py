@@ -1,0 +1,348 @@
+"""Frame-synchronous RNN-T decoding: beam search vs exhaustive enumeration, greedy, LID shutoff rule, chunked == one shot."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from streamkit.models.rnnt import BLANK, RnntConfig, RnntModel
+from streamkit.models.rnnt_search import BeamSearch, LidShutoff, MultiDecoder, batched_predict, log_add
+
+torch.set_num_threads(1)
+
+
+def tiny_model(variant: str = "lid", vocab=(3, 4, 3), seed: int = 0, dtype=torch.float64, blank_bias: float = 0.0) -> RnntModel:
+    torch.manual_seed(seed)
+    cfg = RnntConfig(
+        variant=variant,
+        languages=("en", "hi", "ta")[: len(vocab)],
+        vocab_sizes=vocab,
+        feat_dim=6,
+        enc_layers=1,
+        enc_hidden=8,
+        pred_layers=1,
+        pred_hidden=6,
+        embed_dim=4,
+        joint_dim=8,
+    )
+    m = RnntModel(cfg).to(dtype).eval()
+    with torch.no_grad():
+        for j in m.joints:
+            j.out.weight.mul_(3.0)  # peakier distributions: fewer ties, distinct decisions
+            j.out.bias[BLANK] += blank_bias
+    return m
+
+
+def pred_of(model: RnntModel, tokens: tuple[int, ...], lang) -> torch.Tensor:
+    """Prediction network output after ``tokens`` (blank start), step by step."""
+    out, st = model.predictor_step(torch.tensor([BLANK]), None, lang)
+    for t in tokens:
+        out, st = model.predictor_step(torch.tensor([t]), st, lang)
+    return out[0]
+
+
+def exhaustive(model: RnntModel, enc: torch.Tensor, lang, S: int) -> dict[tuple[int, ...], float]:
+    """log P(y) summed over every alignment with <= S labels per frame, each frame ending with blank."""
+    V = model.cfg.output_size(lang if lang is not None else 0)
+    cache: dict[tuple[int, ...], torch.Tensor] = {}
+
+    def lp(t: int, y: tuple[int, ...]) -> torch.Tensor:
+        if y not in cache:
+            cache[y] = pred_of(model, y, lang)
+        return model.joint(enc[t][None], cache[y][None], lang).log_softmax(-1)[0].double()
+
+    per_frame = [seq for n in range(S + 1) for seq in itertools.product(range(1, V), repeat=n)]
+    total: dict[tuple[int, ...], float] = {}
+    with torch.no_grad():
+        for choice in itertools.product(per_frame, repeat=enc.shape[0]):
+            y: tuple[int, ...] = ()
+            score = 0.0
+            for t, labels in enumerate(choice):
+                for v in labels:
+                    score += float(lp(t, y)[v])
+                    y = y + (v,)
+                score += float(lp(t, y)[BLANK])
+            total[y] = log_add(total.get(y, -math.inf), score)
+    return total
+
+
+def reference_greedy(model: RnntModel, enc: torch.Tensor, lang, S: int) -> tuple[tuple[int, ...], float]:
+    y: tuple[int, ...] = ()
+    score = 0.0
+    with torch.no_grad():
+        out, st = model.predictor_step(torch.tensor([BLANK]), None, lang)
+        for t in range(enc.shape[0]):
+            for k in range(S + 1):
+                row = model.joint(enc[t][None], out, lang).log_softmax(-1)[0].double()
+                a = int(torch.argmax(row))
+                if k == S or a == BLANK:
+                    score += float(row[BLANK])
+                    break
+                score += float(row[a])
+                y = y + (a,)
+                out, st = model.predictor_step(torch.tensor([a]), st, lang)
+    return y, score
+
+
+def encode(model: RnntModel, T: int, seed: int, lang=None) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    feats = torch.randn(1, T, model.cfg.feat_dim, generator=g, dtype=torch.float64)
+    with torch.no_grad():
+        return model.encode(feats, lang)[0]
+
+
+@pytest.mark.parametrize(("variant", "lang", "T", "S", "seed"), [
+    ("lid", 0, 3, 2, 0), ("lid", 2, 4, 1, 1), ("multisoftmax", 0, 2, 3, 2), ("lsp", 2, 3, 2, 3), ("onehot", 1, 2, 2, 4),
+])  # fmt: skip
+def test_beam_equals_exhaustive(variant, lang, T, S, seed):
+    vocab = (2, 2, 2) if variant == "onehot" else (3, 4, 3)  # onehot: blank + a union of 3 symbols
+    model = tiny_model(variant, vocab=vocab, seed=seed)
+    enc = encode(model, T, seed, lang)
+    ref = exhaustive(model, enc, lang, S)
+    bs = BeamSearch(model, lang, beam=len(ref) + 1, max_symbols_per_frame=S)
+    for t in range(T):
+        bs.advance(enc[t])
+    got = {h.tokens: h.score for h in bs.hyps}
+    assert set(got) == set(ref)  # every reachable sequence, each once (duplicates merged)
+    for y, s in ref.items():
+        assert got[y] == pytest.approx(s, abs=1e-9), y
+    best = max(ref, key=lambda y: ref[y])
+    assert bs.best.tokens == best
+
+
+def test_small_beam_keeps_the_top_of_the_distribution():
+    model = tiny_model("lid", seed=5, blank_bias=1.0)
+    enc = encode(model, 4, 5)
+    ref = exhaustive(model, enc, 1, 2)
+    bs = BeamSearch(model, 1, beam=4, max_symbols_per_frame=2)
+    for t in range(4):
+        bs.advance(enc[t])
+    assert len(bs.hyps) == 4
+    assert [h.score for h in bs.hyps] == sorted((h.score for h in bs.hyps), reverse=True)
+    for h in bs.hyps:  # pruned sums never exceed the exact total
+        assert h.score <= ref[h.tokens] + 1e-12
+    assert bs.best.tokens == max(ref, key=lambda y: ref[y])
+
+
+@pytest.mark.parametrize(("variant", "lang"), [("lid", 1), ("vanilla", None), ("lsp", 0), ("onehot", 2)])
+@pytest.mark.parametrize("S", [1, 3])
+def test_greedy_equals_reference(variant, lang, S):
+    model = tiny_model(variant, seed=7)
+    enc = encode(model, 12, 7, lang)
+    y, score = reference_greedy(model, enc, lang, S)
+    bs = BeamSearch(model, lang, beam=1, max_symbols_per_frame=S)
+    for t in range(12):
+        bs.advance(enc[t])
+    assert bs.best.tokens == y
+    assert bs.best.score == pytest.approx(score, abs=1e-9)
+    assert len(y) > 0  # the test means something
+    assert len(bs.best.frames) == len(y) and list(bs.best.frames) == sorted(bs.best.frames)
+
+
+def test_max_symbols_per_frame_is_respected():
+    model = tiny_model("lid", seed=3, blank_bias=-6.0)  # labels dominate: every frame is full
+    enc = encode(model, 5, 3)
+    for beam in (1, 3):
+        bs = BeamSearch(model, 0, beam=beam, max_symbols_per_frame=2)
+        for t in range(5):
+            bs.advance(enc[t])
+        for h in bs.hyps:
+            assert max(np.bincount(h.frames, minlength=5)) <= 2
+        if beam == 1:
+            assert len(bs.best.tokens) == 10  # greedy: the arg-max is a label until the forced blank
+
+
+@pytest.mark.parametrize("variant", ["lid", "multisoftmax", "lsp", "onehot", "vanilla"])
+def test_batched_predict_equals_per_row(variant):
+    model = tiny_model(variant, seed=2)
+    langs = [0, 2, 1, 0, 2]
+    tokens = [1, 0, 2, 1, 1]
+    g = torch.Generator().manual_seed(0)
+    h = torch.randn(1, 5, 6, generator=g, dtype=torch.float64)
+    c = torch.randn(1, 5, 6, generator=g, dtype=torch.float64)
+    with torch.no_grad():
+        out, hh, cc = batched_predict(model, tokens, langs, h, c)
+        for j in range(5):
+            lg = None if variant == "vanilla" else langs[j]
+            o, (h1, c1) = model.predictor_step(torch.tensor([tokens[j]]), (h[:, j : j + 1], c[:, j : j + 1]), lg)
+            assert torch.allclose(out[j], o[0], atol=1e-12) and torch.allclose(hh[:, j], h1[:, 0], atol=1e-12)
+
+
+@pytest.mark.parametrize("variant", ["lid", "lsp", "onehot", "vanilla"])
+def test_chunked_equals_one_shot(variant):
+    model = tiny_model(variant, seed=11, blank_bias=1.5)
+    T = 20
+    g = torch.Generator().manual_seed(1)
+    feats = torch.randn(1, T, 6, generator=g, dtype=torch.float64)
+    L = model.cfg.n_lang
+    with torch.no_grad():
+        if variant == "onehot":
+            full = model.encode(feats.expand(L, T, 6), torch.arange(L))  # (L, T, H)
+        else:
+            full = model.encode(feats)[0]
+    one = MultiDecoder(model, beam=3, max_symbols_per_frame=2, tau=5, s_th=0.5)
+    one.advance_frames(full)
+    r1 = one.result()
+
+    step = MultiDecoder(model, beam=3, max_symbols_per_frame=2, tau=5, s_th=0.5)
+    st = None
+    for a, b in ((0, 1), (1, 8), (8, 9), (9, 20)):
+        with torch.no_grad():
+            if variant == "onehot":
+                enc, st = model.encoder_step(feats[:, a:b].expand(L, b - a, 6), st, torch.arange(L))
+            else:
+                enc, st = model.encoder_step(feats[:, a:b], st)
+                enc = enc[0]
+        step.advance_frames(enc)
+    r2 = step.result()
+    assert (r1.lang, r1.tokens, r1.frames, r1.off_frame) == (r2.lang, r2.tokens, r2.frames, r2.off_frame)
+    assert r1.score == pytest.approx(r2.score, abs=1e-9)
+    assert r1.frames_total == T and r1.t_avg == pytest.approx(r2.t_avg)
+
+
+# ------------------------------------------------------------------------------------------------
+# shutoff rule on scripted LID scores
+# ------------------------------------------------------------------------------------------------
+
+
+def logp(*p: float) -> np.ndarray:
+    return np.log(np.asarray(p, dtype=np.float64))
+
+
+def test_shutoff_waits_strictly_more_than_tau():
+    sh = LidShutoff(3, tau=2, s_th=0.5)
+    frame = logp(0.8, 0.15, 0.05)
+    for _ in range(3):  # t = 0, 1, 2 == tau: nobody switched off, however far behind
+        assert sh.update(frame).tolist() == [True, True, True]
+    assert sh.update(frame).tolist() == [True, False, False]  # t = 3 > tau
+    assert sh.off_frame == [None, 3, 3]
+
+
+def test_shutoff_margin_is_strict_and_ties_survive():
+    # after one frame: s = log(0.5), log(0.5) (tie for the best), and log(0.5) - 0.5 exactly
+    a = math.log(0.5)
+    sh = LidShutoff(3, tau=0, s_th=0.5)
+    sh.update([a, a, a])  # t = 0: not > tau
+    active = sh.update([0.0, 0.0, -0.5])  # t = 1: scores a, a, a - 0.5 == s_max - s_th: stays on
+    assert active.tolist() == [True, True, True]
+    active = sh.update([0.0, 0.0, -1e-9])  # now strictly below
+    assert active.tolist() == [True, True, False]
+    assert sh.off_frame == [None, None, 2]
+    # the two tied best languages are never switched off, whatever the margin
+    sh2 = LidShutoff(2, tau=0, s_th=0.0)
+    for _ in range(10):
+        assert sh2.update([math.log(0.5), math.log(0.5)]).tolist() == [True, True]
+
+
+def test_infinite_margin_or_wait_never_switches_off():
+    rng = np.random.default_rng(0)
+    for tau, s_th in ((0, math.inf), (math.inf, 0.0), (math.inf, math.inf)):
+        sh = LidShutoff(4, tau=tau, s_th=s_th)
+        for _ in range(50):
+            p = rng.dirichlet([0.1] * 4)
+            assert sh.update(np.log(np.maximum(p, 1e-300))).all()
+        assert sh.t_avg == 4.0 and sh.off_frame == [None] * 4
+
+
+def test_best_language_never_switched_off():
+    rng = np.random.default_rng(1)
+    for _trial in range(20):
+        sh = LidShutoff(4, tau=int(rng.integers(0, 5)), s_th=float(rng.uniform(0, 1)))
+        for _ in range(40):
+            before = sh.active.copy()
+            s_new = sh.scores + 0  # scores after this frame, among the decoders on
+            lp = np.log(rng.dirichlet([1.0] * 4))
+            s_new = s_new + lp
+            act = sh.update(lp)
+            on = np.flatnonzero(before)
+            assert act[on[np.argmax(s_new[on])]]  # the best of those still on survives
+            assert act.any() and not (act & ~before).any()  # never switched back on
+
+
+def test_t_avg_arithmetic():
+    # 4 languages, tau = 1, s_th = 1, 10 frames. l0 always best; l3 falls behind fast (off at t = 2),
+    # l2 slowly (off at t = 5), l1 stays within the margin.
+    sh = LidShutoff(4, tau=1, s_th=1.0)
+    rows = [[0.0, -0.05, -0.3, -2.0]] * 10
+    for r in rows:
+        sh.update(r)
+    # s_2(t) = -0.3 (t+1) < -1 first at t = 3 (-1.2); t = 3 > tau -> off at frame 3
+    # s_1(t) = -0.05 (t+1) < -1 first at t = 20: survives; s_3 = -4 at t = 1 (= tau: stays), off at t = 2
+    assert sh.off_frame == [None, None, 3, 2]
+    assert sh.decoded.tolist() == [10, 10, 3, 2]
+    assert sh.t_avg == pytest.approx((10 + 10 + 3 + 2) / 10)  # eq. 2: 2.5
+    assert sh.select() == 0  # highest average posterior among survivors
+
+
+def test_selection_by_average_posterior_among_survivors():
+    # l1 wins on cumulative log score, l0 on average posterior: selection follows the average
+    # posterior (paper §6.3)
+    sh = LidShutoff(2)
+    sh.update(logp(0.9, 0.1))
+    sh.update(logp(0.9, 0.1))
+    sh.update(logp(0.001, 0.999))
+    assert sh.scores[1] > sh.scores[0]
+    assert sh.avg_posterior()[0] == pytest.approx((0.9 + 0.9 + 0.001) / 3)
+    assert sh.select() == 0
+    # a switched-off language is never selected, however good its average
+    sh = LidShutoff(2, tau=0, s_th=0.1)
+    sh.update(logp(0.99, 0.01))
+    sh.update(logp(0.01, 0.99))  # t = 1: s_0 = log .99 + log .01 = -4.6, s_1 = -4.6; tie-ish
+    sh.update(logp(0.01, 0.99))  # l0 now far behind: off
+    assert sh.active.tolist() == [False, True]
+    sh.update(logp(0.99, 0.01))
+    assert sh.select() == 1
+
+
+def test_multidecoder_switched_off_decoder_freezes():
+    model = tiny_model("lid", seed=4, blank_bias=-1.0)
+    enc = encode(model, 8, 4)
+    md = MultiDecoder(model, beam=2, max_symbols_per_frame=2, tau=2, s_th=0.5)
+    script = [logp(0.6, 0.3, 0.1)] * 8
+    masks = [md.advance(enc[t], script[t]).tolist() for t in range(8)]
+    assert masks[:3] == [[True] * 3] * 3
+    assert masks[3] == [True, False, False]
+    assert [s.t for s in md.searches] == [8, 3, 3]  # decoders 1 and 2 decoded frames 0..2 only
+    r = md.result()
+    assert r.lang == 0 and r.frames_total == 8
+    assert r.t_avg == pytest.approx((8 + 3 + 3) / 8)
+    assert r.off_frame == (None, 3, 3)
+    # the same with one decoder from the start (LID oracle): equal hypothesis for language 0
+    solo = MultiDecoder(model, beam=2, max_symbols_per_frame=2, languages=[0])
+    for t in range(8):
+        solo.advance(enc[t], script[t])
+    assert solo.result().tokens == r.tokens and solo.result().score == pytest.approx(r.score)
+    assert solo.result().t_avg == 1.0
+
+
+def test_multidecoder_uses_the_lid_head():
+    model = tiny_model("lid", seed=6)
+    with torch.no_grad():
+        model.lid_head.bias.copy_(torch.tensor([0.0, 8.0, 0.0], dtype=torch.float64))  # language 1 dominates
+    enc = encode(model, 10, 6)
+    md = MultiDecoder(model, beam=2, tau=3, s_th=0.5)
+    md.advance_frames(enc)
+    r = md.result()
+    assert r.lang == 1 and r.off_frame[1] is None and r.off_frame[0] == 4 and r.off_frame[2] == 4
+    assert r.lid_posterior is not None and r.lid_posterior[1] > 0.9
+    assert 0.0 < r.confidence <= 1.0
+
+
+def test_invalid_arguments():
+    model = tiny_model("lid")
+    with pytest.raises(ValueError):
+        BeamSearch(model, 0, beam=0)
+    with pytest.raises(ValueError):
+        BeamSearch(model, 0, max_symbols_per_frame=0)
+    with pytest.raises(ValueError):
+        BeamSearch(model, None)
+    with pytest.raises(ValueError):
+        LidShutoff(3, s_th=-1)
+    with pytest.raises(ValueError):
+        MultiDecoder(model, languages=[5])
+    with pytest.raises(ValueError):
+        MultiDecoder(tiny_model("lsp"), use_lid=True)
