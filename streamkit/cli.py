@@ -146,6 +146,15 @@ def _run_nested(prog: str, description: str, add_arguments: Any, run: Any, args:
 
 
 def cmd_corpus(a: argparse.Namespace) -> int:
+    # --- corpus asr (streamkit.data.asr_corpus) ---
+    if a.what == "asr":
+        from streamkit.data.asr_corpus import add_asr_arguments
+        from streamkit.data.asr_corpus import run_from_args as run_asr
+
+        return _run_nested("streamkit corpus asr", "Generate the multilingual ASR corpus (en, hi, ta, gu): espeak-ng sentences from offline "
+                           "word lists, speakers disjoint across train/dev/test, optional HF channel augmentation, grapheme vocabularies "
+                           "with B_ word-start symbols.", add_asr_arguments, run_asr, a.args)  # fmt: skip
+    # --- end corpus asr ---
     from streamkit.data.hf_corpus import add_corpus_arguments, run_from_args
 
     return _run_nested("streamkit corpus hf", "Generate the parallel HF speech corpus: espeak-ng speech in the paper's layout, through the HF "
@@ -303,10 +312,11 @@ def build_parser() -> argparse.ArgumentParser:
     em.add_argument("args", nargs=argparse.REMAINDER, help="options of the emulator (see `streamkit emulate kiwi --help`)")
     em.set_defaults(func=cmd_emulate)
 
-    co = sub.add_parser("corpus", help="generate a corpus: `corpus hf` is the parallel HF speech corpus",
-                        description="Generate a corpus. `streamkit corpus hf --help` lists the HF corpus options.")  # fmt: skip
-    co.add_argument("what", choices=["hf"], help="hf: espeak-ng speech through the HF channel simulator, with labels and RTTM")
-    co.add_argument("args", nargs=argparse.REMAINDER, help="options of the generator (see `streamkit corpus hf --help`)")
+    co = sub.add_parser("corpus", help="generate a corpus: `corpus hf` is the parallel HF speech corpus, `corpus asr` the multilingual ASR corpus",
+                        description="Generate a corpus. `streamkit corpus hf --help` / `streamkit corpus asr --help` list the options.")  # fmt: skip
+    co.add_argument("what", choices=["hf", "asr"], help="hf: espeak-ng speech through the HF channel simulator, with labels and RTTM; "
+                    "asr: multilingual (en, hi, ta, gu) espeak-ng sentences with transcripts and grapheme vocabularies")  # fmt: skip
+    co.add_argument("args", nargs=argparse.REMAINDER, help="options of the generator (see `streamkit corpus hf --help`, `streamkit corpus asr --help`)")
     co.set_defaults(func=cmd_corpus)
 
     sa = sub.add_parser("sad", help="run a SAD over audio files or directories, write one RTTM per file", add_help=False,
