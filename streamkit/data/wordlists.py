@@ -32,6 +32,7 @@ import functools
 import gzip
 import os
 import re
+import subprocess
 import unicodedata
 from pathlib import Path
 
@@ -186,6 +187,11 @@ def words(lang: str) -> tuple[str, ...]:
 
 
 def source_info(lang: str) -> dict[str, object]:
-    """Where ``lang``'s words come from: Debian package, file and word count (for the manifest)."""
+    """Where ``lang``'s words come from: Debian package and version (None if unknown), file and word count
+    (for the manifest)."""
     pkg, path = SOURCES[lang]
-    return {"package": pkg, "file": str(path), "words": len(words(lang))}
+    try:  # the Debian package version (the word list, hence the texts, depend on it)
+        version = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True, text=True, check=False).stdout.strip() or None
+    except OSError:
+        version = None
+    return {"package": pkg, "version": version, "file": str(path), "words": len(words(lang))}
