@@ -1,0 +1,494 @@
+"""Block ``models.rnnt_asr``: streaming multilingual RNN-T ASR with LID-driven decoder shutoff.
+
+The model (:mod:`streamkit.models.rnnt`) runs on 8 kHz audio: :class:`~streamkit.models.features.LogMelStream`
+features (one stacked 640-dim vector per 30 ms), the encoder once per 30 ms frame for all languages,
+and a :class:`~streamkit.models.rnnt_search.MultiDecoder` (one beam search per language in lockstep,
+prediction network batched, paper §6.3 shutoff). Utterances come from the upstream SAD's
+``sk:speech`` tags; the ASR does not run on non-speech.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from streamkit.core.block import GapPolicy, Sink
+from streamkit.core.context import Context
+from streamkit.core.errors import ConfigError
+from streamkit.core.registry import register
+from streamkit.core.tags import GAP, SPEECH, Gap, SpeechBoundary
+from streamkit.core.types import Chunk, StreamSpec
+
+ASR_PARTIAL = "asr.partial"
+ASR_FINAL = "asr.final"
+LID_RESULT = "lid.result"
+
+RATE = 8000
+FRAME_SHIFT = 240  #: samples per 30 ms stacked frame
+FRAME_SPAN = 760  #: samples covered by one stacked frame (8 x 10 ms frames of 25 ms)
+MODES = ("tags", "always")
+
+
+@dataclass(frozen=True, slots=True)
+class AsrWord:
+    """A word of an ASR result; ``start``/``end`` are absolute input sample indices."""
+
+    text: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class AsrResult:
+    """Payload of ``asr.partial`` and ``asr.final``.
+
+    Attributes:
+        utterance_id: per block, from 0; partials and the final of an utterance share it.
+        revision: partials count 0, 1, ...; the final carries the next number.
+        final: True for ``asr.final`` (never superseded).
+        lang: language name of the chosen decoder ("" when unknown).
+        text: words joined by spaces.
+        words: per word its text and sample span.
+        confidence: posterior of the hypothesis within its beam, in (0, 1].
+        score: its log-probability.
+        frames: 30 ms frames decoded so far.
+        t_avg: average number of decoders active per frame (paper eq. 2).
+    """
+
+    utterance_id: int
+    revision: int
+    final: bool
+    lang: str
+    text: str
+    words: tuple[AsrWord, ...]
+    confidence: float
+    score: float
+    frames: int
+    t_avg: float
+
+
+@dataclass(frozen=True, slots=True)
+class LidResult:
+    """Payload of ``lid.result`` (once per utterance, right after its ``asr.final``).
+
+    Attributes:
+        utterance_id: as the ``asr.final``.
+        lang: the chosen language.
+        method: ``"lid"`` (survivor with the highest average LID posterior), ``"score"`` (no LID
+            head: the decoder whose best hypothesis scores highest), ``"fixed"`` (one language
+            decoded) or ``"tokens"`` (vanilla: the language most tokens belong to).
+        confidence: the chosen language's average LID posterior (``"lid"``), else the hypothesis
+            confidence.
+        posteriors: average LID posterior per language (empty without LID head).
+        switched_off: per decoded language the frame at which its decoder was switched off (None:
+            it survived).
+        t_avg: paper eq. 2.
+        frames: frames decoded.
+    """
+
+    utterance_id: int
+    lang: str
+    method: str
+    confidence: float
+    posteriors: dict[str, float]
+    switched_off: dict[str, int | None]
+    t_avg: float
+    frames: int
+
+
+def _num(name: str, v: Any, lo: float, allow_none: bool = False) -> float | None:
+    if v is None and allow_none:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or math.isnan(float(v)) or float(v) < lo:
+        raise ConfigError(f"{name} must be a number >= {lo}{' or None' if allow_none else ''}, got {v!r}")
+    return float(v)
+
+
+def _int(name: str, v: Any, lo: int, hi: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= int(v) <= hi:
+        raise ConfigError(f"{name} must be an int in {lo}..{hi}, got {v!r}")
+    return int(v)
+
+
+def symbol_tables(cfg: Any, meta: Mapping[str, Any]) -> list[list[str]]:
+    """Per language its symbols (index 0 = blank) from the weight file's ``meta["symbols"]``.
+
+    ``meta["symbols"]`` maps each language name to a list of ``vocab_sizes[l]`` strings (word-start
+    symbols carry the paper's ``B_`` prefix). Without it, symbol ``i`` of language ``l`` is called
+    ``B_<l>i`` (every token a word), so a model without tables still gives readable output.
+    """
+    tabs = meta.get("symbols")
+    out: list[list[str]] = []
+    for lg, v in zip(cfg.languages, cfg.vocab_sizes):
+        if tabs is None:
+            out.append(["<blank>"] + [f"B_<{lg}>{i}" for i in range(1, v)])
+            continue
+        if not isinstance(tabs, Mapping) or lg not in tabs:
+            raise ConfigError(f"model meta 'symbols' has no table for language {lg!r}")
+        t = [str(s) for s in tabs[lg]]
+        if len(t) != v:
+            raise ConfigError(f"model meta 'symbols' of {lg!r} has {len(t)} entries, the model {v}")
+        out.append(t)
+    return out
+
+
+def words_of(symbols: Sequence[str], frames: Sequence[int]) -> list[tuple[str, int, int]]:
+    """Symbols (``B_`` = word start) to ``(word, first frame, last frame)``."""
+    words: list[list[Any]] = []
+    for s, f in zip(symbols, frames):
+        if s.startswith("B_") or not words:
+            words.append([s[2:] if s.startswith("B_") else s, f, f])
+        else:
+            words[-1][0] += s
+            words[-1][2] = f
+    return [(w, a, b) for w, a, b in words if w]
+
+
+@register("models.rnnt_asr")
+class RnntAsr(Sink):
+    """Streaming multilingual RNN-T ASR (multi-softmax LID model, paper §4 and §6.3).
+
+    Ports:
+        in: float32 mono audio at 8000 Hz carrying ``sk:speech``
+            (:class:`~streamkit.core.tags.SpeechBoundary`) tags from an upstream SAD at audio
+            sample offsets. A sink: only sinks see their input's tags in this runtime, so the
+            block ends a branch (fan out the audio to it).
+    Parameters:
+        model: RNN-T weight file (:func:`streamkit.models.rnnt.save_model`); symbol tables from its
+            ``meta["symbols"]`` (see :func:`symbol_tables`).
+        beam (4), max_symbols_per_frame (3): of every per-language beam search (beam 1: greedy).
+        tau_frames (None = inf), s_th (None = inf): LID shutoff (paper §6.3): decoder ``l`` is
+            switched off at frame ``t > tau_frames`` (0-based, 30 ms frames) when
+            ``s_l(t) < s_max(t) - s_th``.
+        languages: names of the languages to decode (None: all; one name = known language).
+        utterance_mode: ``"tags"`` (default): an utterance runs from a ``SpeechBoundary(start=True)``
+            to the next ``start=False``; nothing is decoded in between. ``"always"``: no SAD, the
+            stream is one utterance (cut every ``max_utterance_s``); speech tags are ignored.
+        pre_roll_s (0.0): an utterance starts this much before its start tag (never before the
+            previous utterance's end, a gap or the stream start).
+        max_utterance_s (30.0): an utterance is finalised after this many seconds of frames and a
+            new one starts at the end of its last frame (no sample is lost or decoded twice).
+        partial_interval_s (0.3): an ``asr.partial`` goes out when the best hypothesis' text
+            changed, at most once per this interval (checked every 30 ms frame, in frames of
+            decoded audio, so the partials do not depend on the chunking).
+        threads (1): ``torch.set_num_threads`` in ``start`` (process-wide).
+    Events:
+        ``asr.partial`` / ``asr.final`` (:class:`AsrResult`), span = the utterance's samples so far /
+        in total; ``lid.result`` (:class:`LidResult`) after each final, same span. Word spans: a token
+        emitted at frame ``k`` of an utterance starting at sample ``u0`` is dated to the frame's
+        newest 30 ms ``[u0 + 240 k + 520, u0 + 240 k + 760)``; a word spans its tokens' frames.
+        An utterance shorter than one frame (760 samples) gives no events.
+    Gaps:
+        A ``sk:gap`` ends the open utterance at the gap: it is finalised (``asr.final`` and
+        ``lid.result`` for the audio before the loss), and decoding restarts only at the next
+        speech start (``"always"``: right after the gap). The pre-roll never reaches across a gap.
+    Exactness:
+        Features are computed on a fixed 240-sample grid from each utterance's first sample and the
+        encoder runs one frame per call, so every chunking gives bit-identical events.
+    """
+
+    emits: ClassVar[tuple[str, ...]] = (ASR_PARTIAL, ASR_FINAL, LID_RESULT)
+    on_gap: ClassVar[GapPolicy] = GapPolicy.CONTINUE  # handled in consume(): the gap finalises
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        beam: int = 4,
+        max_symbols_per_frame: int = 3,
+        tau_frames: float | None = None,
+        s_th: float | None = None,
+        languages: Sequence[str] | None = None,
+        utterance_mode: str = "tags",
+        pre_roll_s: float = 0.0,
+        max_utterance_s: float = 30.0,
+        partial_interval_s: float = 0.3,
+        threads: int = 1,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(name=name)
+        if not isinstance(model, (str, Path)) or not str(model):
+            raise ConfigError(f"model must be a weight file path, got {model!r}")
+        self.model = str(model)
+        self.beam = _int("beam", beam, 1, 1024)
+        self.max_symbols_per_frame = _int("max_symbols_per_frame", max_symbols_per_frame, 1, 100)
+        self.tau_frames = _num("tau_frames", tau_frames, 0.0, allow_none=True)
+        self.s_th = _num("s_th", s_th, 0.0, allow_none=True)
+        if languages is not None and (isinstance(languages, str) or not all(isinstance(x, str) for x in languages) or not languages):
+            raise ConfigError(f"languages must be a non-empty list of language names or None, got {languages!r}")
+        self.languages = None if languages is None else [str(x) for x in languages]
+        if utterance_mode not in MODES:
+            raise ConfigError(f"utterance_mode must be one of {MODES}, got {utterance_mode!r}")
+        self.utterance_mode = utterance_mode
+        self.pre_roll_s = float(_num("pre_roll_s", pre_roll_s, 0.0) or 0.0)
+        self.max_utterance_s = float(_num("max_utterance_s", max_utterance_s, 0.1) or 0.1)
+        self.partial_interval_s = float(_num("partial_interval_s", partial_interval_s, 0.0) or 0.0)
+        self.threads = _int("threads", threads, 1, 256)
+        self.nonfinite_samples = 0
+        self._ctx: Context | None = None
+        self._m: Any = None
+        self._dec: Any = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def negotiate(self, inputs: Mapping[str, StreamSpec]) -> dict[str, StreamSpec]:
+        spec = inputs["in"]
+        if spec.rate != RATE:
+            raise ConfigError(f"{self.name}: needs {RATE} Hz input, got {float(spec.rate):g} Hz; put dsp.resample (to 8000 Hz) in front")
+        if spec.channels != 1:
+            raise ConfigError(f"{self.name}: needs mono input, got {spec.channels} channels")
+        if spec.dtype != np.float32:
+            raise ConfigError(f"{self.name}: needs float32 audio, got {spec.dtype}")
+        return {}
+
+    def algorithmic_latency(self) -> int:
+        return FRAME_SPAN  # a token is decided when the frame covering it is complete
+
+    def start(self, ctx: Context) -> None:
+        import torch
+
+        from streamkit.models.features import LogMelStream
+        from streamkit.models.rnnt import load_model
+        from streamkit.models.rnnt_search import MultiDecoder
+
+        self._ctx = ctx
+        torch.set_num_threads(self.threads)
+        model, meta = load_model(self.model)
+        cfg = model.cfg
+        self._m = model
+        self._symbols = symbol_tables(cfg, meta)
+        langs = None
+        if self.languages is not None:
+            unknown = [x for x in self.languages if x not in cfg.languages]
+            if unknown:
+                raise ConfigError(f"{self.name}: languages {unknown} not in the model's {list(cfg.languages)}")
+            langs = [cfg.languages.index(x) for x in self.languages]
+        self._dec = MultiDecoder(
+            model,
+            beam=self.beam,
+            max_symbols_per_frame=self.max_symbols_per_frame,
+            tau=math.inf if self.tau_frames is None else self.tau_frames,
+            s_th=math.inf if self.s_th is None else self.s_th,
+            languages=langs,
+        )
+        self._feat = LogMelStream()
+        self._dtype = model.feat_mean.dtype
+        self._onehot = torch.arange(cfg.n_lang) if cfg.variant == "onehot" else None
+        self._max_frames = max(1, int(round(self.max_utterance_s * RATE / FRAME_SHIFT)))
+        self._partial_every = int(round(self.partial_interval_s * RATE / FRAME_SHIFT))
+        self._pre_roll = int(round(self.pre_roll_s * RATE))
+        self._next_id = 0
+        self._clear()
+
+    def _clear(self) -> None:
+        self._utt: dict[str, Any] | None = None
+        self._hist = np.zeros(0, np.float32)  # recent non-speech samples (for the pre-roll)
+        self._hist_end: int | None = None
+
+    def reset(self, cause: Gap | None = None) -> None:
+        """Drop the open utterance without events (error recovery); the next speech start begins anew."""
+        if self._dec is not None:
+            self._clear()
+
+    def flush(self, ctx: Context) -> np.ndarray | None:
+        if self._utt is not None:
+            self._finalise(ctx)
+        return None
+
+    def stop(self) -> None:
+        self._ctx = None
+
+    def apply_params(self, changes: Mapping[str, Any]) -> None:
+        raise ConfigError(f"{self.name}: {sorted(changes)} cannot change while running; build a new graph")
+
+    # -- data ----------------------------------------------------------------------------------
+    def consume(self, chunk: Chunk, ctx: Context) -> None:
+        x = chunk.samples[:, 0]
+        if not np.isfinite(x).all():
+            x = np.array(x, dtype=np.float32)
+            bad = ~np.isfinite(x)
+            if self.nonfinite_samples == 0:
+                ctx.log.warning("%s: NaN/inf input samples replaced by 0", self.name)
+            self.nonfinite_samples += int(np.count_nonzero(bad))
+            x[bad] = 0.0
+        start = pos = chunk.start
+        stop = chunk.stop
+        marks = []
+        for t in chunk.tags:
+            if t.key == GAP:
+                marks.append((t.offset, 0, t))
+            elif t.key == SPEECH and isinstance(t.value, SpeechBoundary) and self.utterance_mode == "tags":
+                marks.append((t.offset, 1 if not t.value.start else 2, t))  # at one offset: gap, end, start
+        marks.sort(key=lambda m: (m[0], m[1]))
+        for off, kind, _ in marks:
+            off = min(max(off, pos), stop)
+            if off > pos:
+                self._feed(x[pos - start : off - start], pos, ctx)
+                pos = off
+            if kind == 0:  # gap: finalise what came before it
+                if self._utt is not None:
+                    self._finalise(ctx)
+                self._hist = np.zeros(0, np.float32)
+                self._hist_end = None
+            elif kind == 1:
+                if self._utt is not None:
+                    self._finalise(ctx)
+            elif self._utt is None:
+                self._open(off, ctx)
+        if stop > pos:
+            self._feed(x[pos - start :], pos, ctx)
+
+    def _feed(self, seg: np.ndarray, at: int, ctx: Context) -> None:
+        if self._utt is None and self.utterance_mode == "always":
+            self._open(at, ctx)
+        u = self._utt
+        if u is None:  # non-speech: only remembered for the pre-roll
+            if self._pre_roll:
+                h = self._hist if self._hist_end == at else np.zeros(0, np.float32)
+                self._hist = np.concatenate([h, seg])[-self._pre_roll :]
+                self._hist_end = at + seg.shape[0]
+            return
+        u["pend"].append(np.array(seg, dtype=np.float32))
+        u["npend"] += seg.shape[0]
+        self._run(ctx)
+
+    def _open(self, at: int, ctx: Context) -> None:
+        pre = np.zeros(0, np.float32)
+        if self._pre_roll and self._hist_end == at and self._hist.shape[0]:
+            pre = self._hist[-self._pre_roll :]
+        self._hist = np.zeros(0, np.float32)
+        self._hist_end = None
+        self._feat.reset()
+        self._dec.reset()
+        self._enc_state = None
+        self._utt = {
+            "id": self._next_id,
+            "origin": at - pre.shape[0],
+            "pend": [pre] if pre.shape[0] else [],
+            "npend": pre.shape[0],
+            "fed": 0,
+            "rev": 0,
+            "last_text": "",
+            "last_partial": 0,
+        }
+        self._next_id += 1
+
+    def _run(self, ctx: Context, final: bool = False) -> None:
+        """Push the pending samples on the 240-sample grid (all of them when ``final``) and decode the new frames."""
+        u = self._utt
+        assert u is not None
+        while u["npend"] >= FRAME_SHIFT or (final and u["npend"]):
+            buf = np.concatenate(u["pend"]) if len(u["pend"]) != 1 else u["pend"][0]
+            n = FRAME_SHIFT if buf.shape[0] >= FRAME_SHIFT else buf.shape[0]
+            piece, rest = buf[:n], buf[n:]
+            u["pend"] = [rest] if rest.shape[0] else []
+            u["npend"] = rest.shape[0]
+            u["fed"] += n
+            feats = self._feat.push(piece)
+            for k in range(feats.shape[0]):
+                self._frame(feats[k], ctx)
+            if not final and self._dec.t >= self._max_frames:
+                # cut a long utterance at the end of its last frame; the samples after it (the
+                # pushed ones no frame used yet, and the pending ones) start a new utterance
+                used = FRAME_SHIFT * (self._dec.t - 1) + FRAME_SPAN
+                extra = u["fed"] - used
+                assert 0 <= extra <= piece.shape[0]
+                carry = ([piece[piece.shape[0] - extra :]] if extra else []) + u["pend"]
+                u["fed"] = used
+                at = u["origin"] + used
+                npend = u["npend"] + extra
+                self._finalise(ctx, run=False)
+                self._open(at, ctx)
+                u = self._utt
+                assert u is not None
+                u["pend"], u["npend"] = carry, npend
+
+    def _frame(self, feat: Any, ctx: Context) -> None:
+        import torch
+
+        with torch.no_grad():
+            x = feat.to(self._dtype)[None, None, :]
+            if self._onehot is not None:
+                x = x.expand(self._onehot.shape[0], 1, x.shape[2])
+            enc, self._enc_state = self._m.encoder_step(x, self._enc_state, self._onehot)
+        self._dec.advance(enc[:, 0] if self._onehot is not None else enc[0, 0])
+        u = self._utt
+        assert u is not None
+        t = self._dec.t
+        if t - u["last_partial"] >= max(self._partial_every, 1):
+            res = self._dec.result()
+            text, words = self._text(res, u)
+            if text != u["last_text"]:
+                ctx.emit(ASR_PARTIAL, self._payload(res, u, text, words, final=False), span=(u["origin"], u["origin"] + u["fed"]))
+                u["rev"] += 1
+                u["last_text"] = text
+                u["last_partial"] = t
+
+    def _text(self, res: Any, u: Mapping[str, Any]) -> tuple[str, tuple[AsrWord, ...]]:
+        cfg = self._m.cfg
+        if cfg.multi:
+            syms = [self._symbols[res.lang][t] for t in res.tokens]
+        else:  # union ids
+            import torch
+
+            lg, loc = self._m.from_union(torch.tensor(res.tokens, dtype=torch.long))
+            syms = [self._symbols[int(a)][int(b)] for a, b in zip(lg.tolist(), loc.tolist())]
+        o = u["origin"]
+        end = o + u["fed"]
+        words = tuple(
+            AsrWord(w, min(o + FRAME_SHIFT * a + FRAME_SPAN - FRAME_SHIFT, end), min(o + FRAME_SHIFT * b + FRAME_SPAN, end)) for w, a, b in words_of(syms, res.frames)
+        )
+        return " ".join(w.text for w in words), words
+
+    def _lang_name(self, lang: int) -> str:
+        return self._m.cfg.languages[lang] if lang >= 0 else ""
+
+    def _payload(self, res: Any, u: Mapping[str, Any], text: str, words: tuple[AsrWord, ...], final: bool) -> AsrResult:
+        return AsrResult(
+            utterance_id=int(u["id"]),
+            revision=int(u["rev"]),
+            final=final,
+            lang=self._lang_name(res.lang),
+            text=text,
+            words=words,
+            confidence=float(res.confidence),
+            score=float(res.score),
+            frames=int(res.frames_total),
+            t_avg=float(res.t_avg),
+        )
+
+    def _finalise(self, ctx: Context, run: bool = True) -> None:
+        u = self._utt
+        assert u is not None
+        if run:
+            self._run(ctx, final=True)
+        self._utt = None
+        if self._dec.t == 0:
+            return
+        res = self._dec.result()
+        text, words = self._text(res, u)
+        span = (int(u["origin"]), int(u["origin"] + u["fed"]))
+        ctx.emit(ASR_FINAL, self._payload(res, u, text, words, final=True), span=span)
+        cfg = self._m.cfg
+        dec = self._dec
+        names = cfg.languages
+        decoded = [s.lang for s in dec.searches]
+        if cfg.variant == "vanilla":
+            method, conf = "tokens", float(res.confidence)
+        elif len(decoded) == 1:
+            method, conf = "fixed", float(res.confidence)
+        elif dec.use_lid:
+            method, conf = "lid", float(res.lid_posterior[res.lang])
+        else:
+            method, conf = "score", float(res.confidence)
+        posts = {names[i]: float(p) for i, p in enumerate(res.lid_posterior)} if res.lid_posterior is not None else {}
+        off = {} if cfg.variant == "vanilla" else {names[int(lg)]: res.off_frame[int(lg)] for lg in decoded}
+        ctx.emit(
+            LID_RESULT,
+            LidResult(int(u["id"]), self._lang_name(res.lang), method, conf, posts, off, float(res.t_avg), int(res.frames_total)),
+            span=span,
+        )
