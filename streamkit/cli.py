@@ -175,6 +175,15 @@ def cmd_eval(a: argparse.Namespace) -> int:
                        "Markdown/JSON table.", add_eval_arguments, run_eval, a.args)  # fmt: skip
 
 
+# --- train sad-dnn (streamkit.models.train_sad_dnn) ---------------------------------------------
+def cmd_train(a: argparse.Namespace) -> int:
+    from streamkit.models.train_sad_dnn import add_train_arguments, run_from_args
+
+    return _run_nested("streamkit train sad-dnn", "Train the CNN-GRU SAD on a `streamkit corpus hf` corpus (channel augmentation per epoch, "
+                       "best checkpoint by dev loss, resumable); writes the weights and a model card JSON.", add_train_arguments, run_from_args, a.args)  # fmt: skip
+# --- end train sad-dnn ---------------------------------------------------------------------------
+
+
 def cmd_emulate(a: argparse.Namespace) -> int:
     from streamkit.io.kiwi_emulator import main as emulator_main
 
@@ -329,6 +338,13 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("what", choices=["sad"], help="sad: the paper's protocol (collar, dev-EER threshold on eval, ROC)")
     ev.add_argument("args", nargs=argparse.REMAINDER, help="see `streamkit eval sad --help`")
     ev.set_defaults(func=cmd_eval)
+
+    # --- train sad-dnn ---
+    tr = sub.add_parser("train", help="train a model: `train sad-dnn` is the CNN-GRU SAD", description="Train a model. `streamkit train sad-dnn --help` lists the options.")
+    tr.add_argument("what", choices=["sad-dnn"], help="sad-dnn: the CNN-GRU speech activity detector (models.sad_dnn)")
+    tr.add_argument("args", nargs=argparse.REMAINDER, help="see `streamkit train sad-dnn --help`")
+    tr.set_defaults(func=cmd_train)
+    # --- end train sad-dnn ---
 
     mic = sub.add_parser("mic", help="live microphone demo: level meter and detector events", description="Live microphone demo: level meter and the events of the detectors.")
     mic.add_argument("--device", default=None, help="input device index or name substring (see `streamkit devices`)")

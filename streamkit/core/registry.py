@@ -35,6 +35,7 @@ BUILTIN_MODULES = (
     "streamkit.io.collect",
     "streamkit.io.kiwi_source",
     "streamkit.data.hf_channel",
+    "streamkit.models.sad_dnn_block",  # models.sad_dnn (CNN-GRU SAD)
 )
 
 _loaded = False
