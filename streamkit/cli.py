@@ -101,7 +101,7 @@ def cmd_monitor(a: argparse.Namespace) -> int:
         print(f"streamkit {streamkit.__version__}: monitoring {where} for {a.duration:g} s of stream time; events -> {a.events}/", flush=True)
     res = run_monitor(stations, duration=a.duration, events_dir=a.events, record_dir=a.record, password=a.password or "",
                       compression=a.compression, console=not a.quiet, stall_s=a.stall, max_retries=a.max_retries,
-                      detectors=("energy", "stat") if a.sad == "both" else (a.sad,))  # fmt: skip  # fmt: skip
+                      detectors=_sad_detectors(a.sad))  # fmt: skip  # fmt: skip
     if a.quiet:
         for st in res["stations"].values():
             print(_summary_line(st))
@@ -175,6 +175,16 @@ def cmd_eval(a: argparse.Namespace) -> int:
                        "Markdown/JSON table.", add_eval_arguments, run_eval, a.args)  # fmt: skip
 
 
+# --- SAD choice of monitor/mic (--sad) ------------------------------------------------------------
+SAD_CHOICES = ["energy", "stat", "dnn", "both", "all"]
+SAD_HELP = ("speech activity detector: energy (baseline, default), stat (the statistical SAD, dsp.stat_sad), dnn (the CNN-GRU SAD, "
+            "models.sad_dnn), both (energy and stat) or all (energy, stat and dnn)")  # fmt: skip
+
+
+def _sad_detectors(choice: str) -> tuple[str, ...]:
+    return {"both": ("energy", "stat"), "all": ("energy", "stat", "dnn")}.get(choice, (choice,))
+
+
 # --- train sad-dnn (streamkit.models.train_sad_dnn) ---------------------------------------------
 def cmd_train(a: argparse.Namespace) -> int:
     from streamkit.models.train_sad_dnn import add_train_arguments, run_from_args
@@ -195,8 +205,14 @@ def cmd_mic(a: argparse.Namespace) -> int:
     src = g.add(_registry_block("io.mic", device=a.device, rate=a.rate, channels=1), name="mic")
     rs = g.add(_registry_block("dsp.resample", to_hz=8000), name="rs")
     lvl = g.add(_registry_block("dsp.level", interval_s=0.1), name="level")
-    vad = g.add(_registry_block("dsp.energy_vad"), name="vad")
-    g.chain(src, rs, lvl, vad)
+    g.chain(src, rs, lvl)
+    dets = _sad_detectors(getattr(a, "sad", "energy"))
+    if "energy" in dets:
+        g.connect(lvl, g.add(_registry_block("dsp.energy_vad"), name="vad"))
+    if "stat" in dets:  # the SADs hang off the level meter (fan-out)
+        g.connect(lvl, g.add(_registry_block("dsp.stat_sad"), name="stat_sad"))
+    if "dnn" in dets:
+        g.connect(lvl, g.add(_registry_block("models.sad_dnn"), name="dnn_sad"))
     _add_event_outputs(g, a.events, console=True)
     _run_graph(g, RealTime(), a.duration, a.chunk_ms)
     return 0
@@ -310,8 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--no-compression", dest="compression", action="store_false", help="16-bit PCM transport")
     m.add_argument("--stall", type=float, default=10.0, help="reconnect after S seconds without data (default 10)")
     m.add_argument("--max-retries", type=int, default=None, help="give a station up after N failed reconnects in a row (default: retry forever)")
-    m.add_argument("--sad", choices=["energy", "stat", "both"], default="energy",
-                   help="speech activity detector: energy (baseline, default), stat (the statistical SAD, dsp.stat_sad) or both")  # fmt: skip
+    m.add_argument("--sad", choices=SAD_CHOICES, default="energy", help=SAD_HELP)
     m.add_argument("--quiet", action="store_true", help="no live view; print a one-line summary per station")
     m.set_defaults(func=cmd_monitor)
 
@@ -352,6 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
     mic.add_argument("--duration", type=float, default=None, help="stop after S seconds (default: until Ctrl-C)")
     mic.add_argument("--events", default=None, help="JSONL event file or directory")
     mic.add_argument("--chunk-ms", type=float, default=20.0)
+    mic.add_argument("--sad", choices=SAD_CHOICES, default="energy", help=SAD_HELP)
     mic.set_defaults(func=cmd_mic)
 
     r = sub.add_parser("run", help="run a graph file (YAML/JSON)", description="Run a graph file.")

@@ -68,8 +68,12 @@ def build_station_graph(
             sad = g.add(lookup("dsp.stat_sad")(), name="stat_sad")
             g.connect(last, sad)
             continue
+        elif d == "dnn":  # the CNN-GRU SAD (models.sad_dnn), also hung off the level meter
+            sad = g.add(lookup("models.sad_dnn")(), name="dnn_sad")
+            g.connect(last, sad)
+            continue
         else:
-            raise ConfigError(f"unknown detector {d!r} (available: energy, stat)")
+            raise ConfigError(f"unknown detector {d!r} (available: energy, stat, dnn)")
         g.connect(last, blk)
         last = blk
     if record_dir is not None:

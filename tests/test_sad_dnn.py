@@ -290,3 +290,18 @@ def test_training_lowers_loss(tmp_path: Path) -> None:
     s2 = train(tmp_path / "c", out, cfg=cfg, minutes=2, seed=1, batch=4, lr=1e-2, threads=1, eval_every=10, max_steps=23, quiet=True, resume=True,
                finalize=False)  # fmt: skip
     assert s2["step"] == 23 and s2["runs"] == 2
+
+
+def test_monitor_and_mic_wiring() -> None:
+    """`--sad dnn|all` puts models.sad_dnn after the level meter (fan-out, like dsp.stat_sad)."""
+    from streamkit.cli import _sad_detectors, build_parser
+    from streamkit.io.kiwi_source import parse_station
+    from streamkit.monitor import build_station_graph
+
+    assert _sad_detectors("dnn") == ("dnn",) and _sad_detectors("all") == ("energy", "stat", "dnn") and _sad_detectors("both") == ("energy", "stat")
+    g = build_station_graph(parse_station("localhost:8073:7100:lsb"), detectors=("energy", "dnn"))
+    assert isinstance(g.blocks["dnn_sad"], SadDnnBlock) and "vad" in g.blocks
+    a = build_parser().parse_args(["mic", "--sad", "dnn"])
+    assert a.sad == "dnn"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["monitor", "--sad", "nope"])

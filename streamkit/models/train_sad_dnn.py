@@ -419,7 +419,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--channels", default="4,8,16", help="channels of the 3 CNN blocks (paper: 16,32,64)")
     p.add_argument("--gru", type=int, default=64, help="GRU hidden size (paper: 514)")
-    p.add_argument("--norm-memory", type=float, default=4.0, help="memory of the causal normaliser in seconds")
+    p.add_argument("--norm-memory", type=float, default=16.0, help="memory of the causal normaliser in seconds (default 16, chosen on dev)")
     p.add_argument("--finalize-only", action="store_true", help="only write weights + card from the checkpoint's best state")
     p.add_argument("--quiet", action="store_true")
     return p
