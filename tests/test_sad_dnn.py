@@ -305,3 +305,17 @@ def test_monitor_and_mic_wiring() -> None:
     assert a.sad == "dnn"
     with pytest.raises(SystemExit):
         build_parser().parse_args(["monitor", "--sad", "nope"])
+
+
+def test_shipped_weights() -> None:
+    """The packaged weights load with their card; small; scores on a short signal are finite."""
+    from streamkit.models.sad_dnn import DEFAULT_WEIGHTS
+
+    if not DEFAULT_WEIGHTS.is_file():
+        pytest.skip("no shipped weights (train them with `streamkit train sad-dnn`)")
+    lw = load_weights()
+    assert DEFAULT_WEIGHTS.stat().st_size < 4_000_000
+    card = json.loads(DEFAULT_WEIGHTS.with_suffix(".json").read_text())
+    assert card["config"] == lw.cfg.to_dict() and abs(card["threshold"] - lw.threshold) < 1e-12
+    s, _, _ = dnn_scores(_signal(2.0)[0])
+    assert np.isfinite(s).all() and ((s > 0) & (s < 1)).all()

@@ -479,54 +479,94 @@ def _pool_max(y: np.ndarray, p: int, out: np.ndarray) -> None:  # pragma: no cov
                 out[ci, ti, k] = m
 
 
+@nb.njit(cache=True, nogil=True)
+def _cnn_run(
+    x: np.ndarray, wflat: np.ndarray, bflat: np.ndarray, meta: np.ndarray, hbuf: np.ndarray, hcnt: np.ndarray, tail: bool
+) -> np.ndarray:  # pragma: no cover
+    """All conv layers (+ pools) of one stream step in one call; returns features (m, C * F).
+
+    ``meta[i]`` = (cin, cout, fin, pool, w offset, b offset, hist offset) of layer ``i``; the
+    history of layer ``i`` (its last ``hcnt[i]`` <= 2 input frames, (cin, 2, fin), right-aligned)
+    lives in ``hbuf``. ``tail``: the end of the stream, one zero frame appended to every layer's
+    input (the "same" time padding), histories left alone.
+    """
+    L = meta.shape[0]
+    cur = np.empty((1, x.shape[0], x.shape[1]), np.float32)
+    cur[0] = x
+    for i in range(L):
+        cin, cout, fin, p, wo, bo, ho = meta[i, 0], meta[i, 1], meta[i, 2], meta[i, 3], meta[i, 4], meta[i, 5], meta[i, 6]
+        m_in = cur.shape[1]
+        if m_in == 0 and not tail:
+            break  # nothing new reaches this layer nor the ones after it
+        hc = hcnt[i]
+        extra = 1 if tail else 0
+        T = hc + m_in + extra
+        hist = hbuf[ho : ho + cin * 2 * fin].reshape((cin, 2, fin))
+        cat = np.zeros((cin, T, fin), np.float32)
+        for c in range(cin):
+            for t in range(hc):
+                cat[c, t, :] = hist[c, 2 - hc + t, :]
+            for t in range(m_in):
+                cat[c, hc + t, :] = cur[c, t, :]
+        if not tail:
+            k = min(T, 2)
+            for c in range(cin):
+                for t in range(k):
+                    hist[c, 2 - k + t, :] = cat[c, T - k + t, :]
+            hcnt[i] = k
+        if T < 3:
+            cur = np.empty((cout, 0, 1), np.float32)
+            continue
+        w = wflat[wo : wo + cout * cin * 9].reshape((cout, cin, 3, 3))
+        y = np.empty((cout, T - 2, fin), np.float32)
+        _conv3x3_relu(cat, w, bflat[bo : bo + cout], y)
+        if p > 1:
+            z = np.empty((cout, T - 2, (fin + p - 1) // p), np.float32)
+            _pool_max(y, p, z)
+            cur = z
+        else:
+            cur = y
+    C, T2, Fo = cur.shape
+    out = np.empty((T2, C * Fo), np.float32)
+    for t in range(T2):
+        for c in range(C):
+            for f in range(Fo):
+                out[t, c * Fo + f] = cur[c, t, f]
+    return out
+
+
 class _NumbaCnn:
-    """The folded CNN of :class:`FoldedSadDnn` as numba kernels, with the same per-layer history
-    (``hist[i]``: the last <= 2 input frames of layer ``i``, (C, T, F) float32)."""
+    """The folded CNN of :class:`FoldedSadDnn` as one numba call per step (:func:`_cnn_run`)."""
 
     def __init__(self, folded: FoldedSadDnn) -> None:
-        self.w = [np.ascontiguousarray(w.detach().numpy(), dtype=np.float32) for w in folded.weights]
-        self.b = [np.ascontiguousarray(b.detach().numpy(), dtype=np.float32) for b in folded.biases]
-        self.pools = list(folded.pools)
+        ws = [np.ascontiguousarray(w.detach().numpy(), dtype=np.float32) for w in folded.weights]
+        bs = [np.ascontiguousarray(b.detach().numpy(), dtype=np.float32) for b in folded.biases]
+        self.wflat = np.ascontiguousarray(np.concatenate([w.ravel() for w in ws]), dtype=np.float32)
+        self.bflat = np.ascontiguousarray(np.concatenate(bs), dtype=np.float32)
+        meta = []
+        wo = bo = ho = 0
+        fin = N_BINS
+        for i, w in enumerate(ws):
+            cout, cin = w.shape[0], w.shape[1]
+            p = folded.pools[i // 2] if i % 2 == 1 else 1
+            meta.append((cin, cout, fin, p, wo, bo, ho))
+            wo += w.size
+            bo += cout
+            ho += cin * 2 * fin
+            fin = -(-fin // p)
+        self.meta = np.asarray(meta, np.int64)
+        self.hsize = ho
 
-    def _layer(self, i: int, x: np.ndarray, hist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        cat = np.concatenate((hist, x), axis=1) if x.shape[1] else hist
-        t = cat.shape[1]
-        w = self.w[i]
-        if t < 3:
-            return np.zeros((w.shape[0], 0, 1), np.float32), cat
-        y = np.empty((w.shape[0], t - 2, cat.shape[2]), np.float32)
-        _conv3x3_relu(cat, w, self.b[i], y)
-        if i % 2 == 1 and self.pools[i // 2] > 1:
-            p = self.pools[i // 2]
-            z = np.empty((y.shape[0], y.shape[1], -(-y.shape[2] // p)), np.float32)
-            _pool_max(y, p, z)
-            y = z
-        return y, cat[:, t - 2 :].copy()
+    def initial(self) -> tuple[np.ndarray, np.ndarray]:
+        """Histories of a fresh stream: one zero frame per layer (the "same" padding before frame 0)."""
+        return np.zeros(self.hsize, np.float32), np.ones(self.meta.shape[0], np.int64)
 
-    @staticmethod
-    def _flat(x: np.ndarray) -> np.ndarray:
-        c, t, f = x.shape
-        return np.ascontiguousarray(x.transpose(1, 0, 2).reshape(t, c * f))
+    def step(self, x: np.ndarray, hist: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+        """``x`` (k, 129) new normalised frames -> (features (m, D), histories updated in place)."""
+        return _cnn_run(np.ascontiguousarray(x, dtype=np.float32), self.wflat, self.bflat, self.meta, hist[0], hist[1], False), hist
 
-    def step(self, x: np.ndarray, hist: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
-        """``x`` (k, 129) new frames -> (features (m, D), new histories)."""
-        y = np.ascontiguousarray(x, dtype=np.float32)[None]  # (1, k, 129)
-        new: list[np.ndarray] = []
-        for i in range(len(self.w)):
-            if y.shape[1] == 0:
-                new.append(hist[i])
-            else:
-                y, hh = self._layer(i, y, hist[i])
-                new.append(hh)
-        return self._flat(y) if y.shape[1] else np.zeros((0, 0), np.float32), new
-
-    def tail(self, hist: list[np.ndarray]) -> np.ndarray:
-        y = np.zeros((1, 0, hist[0].shape[2]), np.float32)
-        for i in range(len(self.w)):
-            hh = hist[i]
-            y = np.concatenate((y, np.zeros((hh.shape[0], 1, hh.shape[2]), np.float32)), axis=1)
-            y, _ = self._layer(i, y, hh)
-        return self._flat(y) if y.shape[1] else np.zeros((0, 0), np.float32)
+    def tail(self, hist: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        return _cnn_run(np.zeros((0, N_BINS), np.float32), self.wflat, self.bflat, self.meta, hist[0], hist[1], True)
 
 
 class _Head:
@@ -688,7 +728,7 @@ class SadDnnStream:
         self.norm.reset()
         self.buf = np.zeros(0)
         if self.cnn is not None:
-            self.hist: list[Any] = [np.zeros((self._chans[i], 1, self._bins[i]), np.float32) for i in range(len(self._chans) - 1)]
+            self.hist: Any = self.cnn.initial()
         else:
             self.hist = [torch.zeros(1, self._chans[i], 1, self._bins[i]) for i in range(len(self._chans) - 1)]
         self.h = np.zeros((self.cfg.gru_layers, self.cfg.gru_hidden), np.float32)
