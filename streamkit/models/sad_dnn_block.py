@@ -180,8 +180,8 @@ class SadDnnBlock(WindowBlock):
         else:
             new = frames[:, -HOP:, 0].reshape(-1)
         y = np.array(new, dtype=np.float64)
-        bad = ~np.isfinite(y)
-        if bad.any():
+        if not np.isfinite(y).all():
+            bad = ~np.isfinite(y)
             if self.nonfinite_samples == 0:
                 ctx.log.warning("%s: NaN/inf input samples replaced by 0", self.name)
             self.nonfinite_samples += int(np.count_nonzero(bad))
@@ -193,6 +193,8 @@ class SadDnnBlock(WindowBlock):
         return out
 
     def _threads_check(self) -> None:
+        if self.backend == "numba":  # no torch on the data path
+            return
         import torch
 
         if torch.get_num_threads() != self.threads:

@@ -265,7 +265,8 @@ def train(
 
     model.train()
     loss_ema = None
-    stop = False
+    # a resumed run whose budget (or step limit) is already spent trains no further
+    stop = elapsed() >= budget or (max_steps is not None and st["step"] >= max_steps)
     while not stop:
         if max_epochs is not None and st["epoch"] >= max_epochs:
             break
