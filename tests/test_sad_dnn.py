@@ -168,6 +168,10 @@ def test_block_basics(weights: Path) -> None:
     with pytest.raises(ConfigError):
         SadDnnBlock(vote_window=24)
     assert lookup("models.sad_dnn") is SadDnnBlock
+    import streamkit.models.sad_dnn as sd
+    import streamkit.models.sad_dnn_block as sb
+
+    assert (sb.RATE, sb.WIN, sb.HOP, sb.BACKENDS) == (sd.RATE, sd.WIN, sd.HOP, sd.BACKENDS)
 
 
 def test_nan_input_does_not_poison_state(weights: Path) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -21,7 +21,16 @@ from streamkit.core.events import ActivitySegment
 from streamkit.core.registry import register
 from streamkit.core.tags import SPEECH, Gap, SpeechBoundary
 from streamkit.core.types import StreamSpec
-from streamkit.models.sad_dnn import BACKENDS, HOP, RATE, WIN, LoadedSadDnn, SadDnnStream, _default_loaded, load_weights
+
+if TYPE_CHECKING:
+    from streamkit.models.sad_dnn import LoadedSadDnn, SadDnnStream
+
+# the model module (torch) is imported in start(), so that loading the block registry stays cheap;
+# these equal streamkit.models.sad_dnn.RATE / WIN / HOP / BACKENDS (checked in tests/test_sad_dnn.py)
+RATE = 8000
+WIN = 200
+HOP = 80
+BACKENDS = ("numba", "eager", "script")
 
 VAD_SEGMENT = "vad.segment"
 DETECTOR = "dnn"
@@ -145,6 +154,8 @@ class SadDnnBlock(WindowBlock):
         return {"out": StreamSpec(Fraction(RATE, HOP), 1, np.dtype(np.float32))}
 
     def _load(self) -> LoadedSadDnn:
+        from streamkit.models.sad_dnn import _default_loaded, load_weights
+
         if self.weights is None:
             return _default_loaded(None)
         return load_weights(Path(self.weights))
@@ -160,6 +171,8 @@ class SadDnnBlock(WindowBlock):
                 f"{self.name}: weight file has {self._loaded.cfg.lookahead_frames} conv frames of look-ahead, expected {self.conv_look}"
             )
         self._thr = self._loaded.threshold if self.threshold is None else self.threshold
+        from streamkit.models.sad_dnn import SadDnnStream
+
         self._eng = SadDnnStream(self._loaded, backend=self.backend)
         self._out_pos = 0
         self._clear()
