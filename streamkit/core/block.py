@@ -67,6 +67,20 @@ class TagPolicy(str, enum.Enum):
     CUSTOM = "custom"  #: the block adds tags itself with ctx.add_tag; input tags are not forwarded
 
 
+
+def require_audio(block: str, spec: StreamSpec, rate: int, channels: int = 1, dtype: Any = np.float32) -> None:
+    """Refuse an input format a block cannot take, saying what to put in front (for ``negotiate``).
+
+    Raises:
+        ConfigError: the rate, channel count or sample type differs.
+    """
+    if spec.rate != rate:
+        raise ConfigError(f"{block}: needs {rate} Hz input, got {float(spec.rate):g} Hz; put dsp.resample (to {rate} Hz) in front")
+    if spec.channels != channels:
+        raise ConfigError(f"{block}: needs {'mono' if channels == 1 else f'{channels}-channel'} input, got {spec.channels} channels")
+    if spec.dtype != np.dtype(dtype):
+        raise ConfigError(f"{block}: needs {np.dtype(dtype)} audio, got {spec.dtype}")
+
 class Block:
     """Base of all blocks. See the module docstring for the lifecycle.
 

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.signal import get_window
 
-from streamkit.core.block import GapPolicy, TagPolicy, WindowBlock
+from streamkit.core.block import GapPolicy, TagPolicy, WindowBlock, require_audio
 from streamkit.core.context import Context
 from streamkit.core.errors import ConfigError
 from streamkit.core.events import ActivitySegment
@@ -472,13 +472,7 @@ class StatSAD(WindowBlock):
 
     # -- lifecycle -----------------------------------------------------------------------------
     def negotiate(self, inputs: Mapping[str, StreamSpec]) -> dict[str, StreamSpec]:
-        spec = inputs["in"]
-        if spec.rate != RATE:
-            raise ConfigError(f"{self.name}: needs {RATE} Hz input, got {float(spec.rate):g} Hz; put dsp.resample (to 8000 Hz) in front")
-        if spec.channels != 1:
-            raise ConfigError(f"{self.name}: needs mono input, got {spec.channels} channels")
-        if spec.dtype != np.float32:
-            raise ConfigError(f"{self.name}: needs float32 audio, got {spec.dtype}")
+        require_audio(self.name, inputs["in"], RATE)
         return {"out": StreamSpec(Fraction(RATE, HOP), 1, np.dtype(np.float32))}
 
     def start(self, ctx: Context) -> None:

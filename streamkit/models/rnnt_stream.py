@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from streamkit.core.block import GapPolicy, Sink
+from streamkit.core.block import GapPolicy, Sink, require_audio
 from streamkit.core.context import Context
 from streamkit.core.errors import ConfigError
 from streamkit.core.registry import register
@@ -236,13 +236,7 @@ class RnntAsr(Sink):
 
     # -- lifecycle -----------------------------------------------------------------------------
     def negotiate(self, inputs: Mapping[str, StreamSpec]) -> dict[str, StreamSpec]:
-        spec = inputs["in"]
-        if spec.rate != RATE:
-            raise ConfigError(f"{self.name}: needs {RATE} Hz input, got {float(spec.rate):g} Hz; put dsp.resample (to 8000 Hz) in front")
-        if spec.channels != 1:
-            raise ConfigError(f"{self.name}: needs mono input, got {spec.channels} channels")
-        if spec.dtype != np.float32:
-            raise ConfigError(f"{self.name}: needs float32 audio, got {spec.dtype}")
+        require_audio(self.name, inputs["in"], RATE)
         return {}
 
     def algorithmic_latency(self) -> int:
