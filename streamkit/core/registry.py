@@ -36,6 +36,7 @@ BUILTIN_MODULES = (
     "streamkit.io.kiwi_source",
     "streamkit.data.hf_channel",
     "streamkit.models.sad_dnn_block",  # models.sad_dnn (CNN-GRU SAD)
+    "streamkit.models.rnnt_stream",  # models.rnnt_asr (multilingual RNN-T, no shipped weights yet)
 )
 
 _loaded = False
