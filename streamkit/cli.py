@@ -155,6 +155,15 @@ def cmd_corpus(a: argparse.Namespace) -> int:
                            "word lists, speakers disjoint across train/dev/test, optional HF channel augmentation, grapheme vocabularies "
                            "with B_ word-start symbols.", add_asr_arguments, run_asr, a.args)  # fmt: skip
     # --- end corpus asr ---
+    # --- corpus sed (streamkit.data.sed_corpus) ---
+    if a.what == "sed":
+        from streamkit.data.sed_corpus import add_sed_arguments
+        from streamkit.data.sed_corpus import run_from_args as run_sed
+
+        return _run_nested("streamkit corpus sed", "Generate the SED soundscape corpus (DCASE 2019 task 4 layout, 10 classes, 10 s clips): "
+                           "strongly labelled synthetic clips, weak and unlabelled real-domain clips (rooms, backgrounds, microphones), "
+                           "validation and eval with strong labels.", add_sed_arguments, run_sed, a.args)  # fmt: skip
+    # --- end corpus sed ---
     from streamkit.data.hf_corpus import add_corpus_arguments, run_from_args
 
     return _run_nested("streamkit corpus hf", "Generate the parallel HF speech corpus: espeak-ng speech in the paper's layout, through the HF "
@@ -338,8 +347,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     co = sub.add_parser("corpus", help="generate a corpus: `corpus hf` is the parallel HF speech corpus, `corpus asr` the multilingual ASR corpus",
                         description="Generate a corpus. `streamkit corpus hf --help` / `streamkit corpus asr --help` list the options.")  # fmt: skip
-    co.add_argument("what", choices=["hf", "asr"], help="hf: espeak-ng speech through the HF channel simulator, with labels and RTTM; "
-                    "asr: multilingual (en, hi, ta, gu) espeak-ng sentences with transcripts and grapheme vocabularies")  # fmt: skip
+    co.add_argument("what", choices=["hf", "asr", "sed"], help="hf: espeak-ng speech through the HF channel simulator, with labels and RTTM; "
+                    "asr: multilingual (en, hi, ta, gu) espeak-ng sentences with transcripts and grapheme vocabularies; "
+                    "sed: 10 s soundscapes of 10 event classes with DCASE labels (synthetic/weak/unlabelled/validation/eval)")  # fmt: skip
     co.add_argument("args", nargs=argparse.REMAINDER, help="options of the generator (see `streamkit corpus hf --help`, `streamkit corpus asr --help`)")
     co.set_defaults(func=cmd_corpus)
 

@@ -359,8 +359,9 @@ def generate(
         if k not in SUBSETS:
             raise ValueError(f"unknown subset {k!r}; one of {', '.join(SUBSETS)}")
         cnt[k] = int(v)
-    if any(v < 0 for v in cnt.values()):
-        raise ValueError(f"clip counts must be >= 0, got {cnt}")
+    for k, v in cnt.items():
+        if v < 0:
+            raise ValueError(f"--clips-{k} must be >= 0, got {v}")
     if sum(cnt.values()) == 0:
         raise ValueError("no clips requested (all counts are 0)")
     if int(rate) != rate or rate < 8000 or rate % 100:

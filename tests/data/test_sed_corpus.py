@@ -168,3 +168,11 @@ def test_cli_tiny_run_prints_table(tmp_path: Path, capsys: pytest.CaptureFixture
     assert _run(["--out", str(tmp_path / "t"), *zero, "--clips-synthetic", "1", "--clips-weak", "1", "--seed", "5"]) == 0
     out = capsys.readouterr().out
     assert "synthetic" in out and "weak" in out and "hours" in out
+
+
+def test_streamkit_cli_wires_corpus_sed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from streamkit.cli import main
+
+    assert main(["corpus", "sed", "--out", str(tmp_path / "z"), "--clips-eval", "-2"]) == 2
+    err = capsys.readouterr().err
+    assert err == "error: --clips-eval must be >= 0, got -2\n"
