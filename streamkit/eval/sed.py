@@ -1,0 +1,612 @@
+"""Sound event detection (SED) scoring: DCASE label files, sed_eval F1 / error rate, PSDS.
+
+**Label files** (DCASE task 4 format, tab-separated, UTF-8, an optional header line):
+
+* *strong*: ``filename  onset  offset  event_label``, times in seconds. A row with the filename
+  only (or with the three other fields empty, as DCASE submissions write it) declares a file with
+  no events, so empty clips are not lost;
+* *weak*: ``filename  event_labels``, the clip tags comma-separated (empty: no event).
+
+Readers check every row (field count, finite times, ``0 <= onset < offset``, a known class, no
+duplicate weak rows) and raise :class:`ValueError` naming the source and the 1-based line number.
+Strong labels are held per file, ``{filename: [Event, ...]}`` in first-seen order (:data:`EventsByFile`);
+every scorer takes that mapping, a flat iterable of :class:`Event` or a TSV path.
+
+**Event- and segment-based scores** are computed by sed_eval (Mesaros et al., "Metrics for
+polyphonic sound event detection", Appl. Sci. 2016), one ``evaluate`` call per file over the
+union of reference and estimate files (or the ``files`` given):
+
+* event-based (:func:`event_based`): an estimate matches a reference event of the same class
+  when ``|onset difference| <= 200 ms`` and ``|offset difference| <= max(200 ms, 20 % of the
+  reference event's length)`` (DCASE task 4; sed_eval's own default is 50 %), optimal one-to-one
+  matching;
+* segment-based (:func:`segment_based`): 1 s segments, a class is active in a segment when any
+  event of it overlaps the segment; a file is scored up to its duration when ``durations`` gives
+  it, else up to its last offset (sed_eval's default).
+
+Each gives a :class:`SedScores`: macro F1 / precision / recall (mean over classes of the
+per-class values, sed_eval's "class-wise average"), micro F1 (counts pooled over classes),
+the overall error rate ER = (S + D + I) / N_ref, and per-class :class:`ClassScores`. Conventions
+(sed_eval's, with ``empty_system_output_handling='zero_score'`` as the DESED baseline): a class
+with reference events and no estimates has P = R = F1 = 0; a class with no reference events has
+undefined recall, so its F1 is NaN and it is left out of the macro average (false alarms of a class
+absent from the reference therefore do not lower macro F1, but they do lower micro F1 and raise
+ER); with no reference at all, macro / micro F1 and ER are NaN.
+
+**PSDS** (:func:`psds`, Bilen et al., ICASSP 2020) is computed by sed_scores_eval (Ebbers et al.,
+ICASSP 2022; exact, threshold-free) from per-frame scores: a :class:`FrameScores` per file, a
+``(frames, classes)`` array whose frame ``i`` covers ``[start + i*hop, start + (i+1)*hop)``.
+:data:`PSDS1` and :data:`PSDS2` are the DCASE 2021+ scenarios. psds_eval is not used: it fails on
+numpy 2.4.
+
+sed_eval and sed_scores_eval are imported on first use (``pip install streamkit[sed]``), so
+reading and writing label files needs neither.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+import numpy.typing as npt
+
+from streamkit.data.sed_corpus import CLASSES
+
+__all__ = [
+    "CLASSES",
+    "PSDS1",
+    "PSDS2",
+    "ClassScores",
+    "Event",
+    "EventsByFile",
+    "FrameScores",
+    "PsdsResult",
+    "SedScores",
+    "evaluate",
+    "event_based",
+    "events_by_file",
+    "parse_strong",
+    "parse_weak",
+    "psds",
+    "read_strong_tsv",
+    "read_weak_tsv",
+    "segment_based",
+    "strong_tsv_text",
+    "weak_from_strong",
+    "weak_tsv_text",
+    "write_strong_tsv",
+    "write_weak_tsv",
+]
+
+STRONG_HEADER = ("filename", "onset", "offset", "event_label")
+WEAK_HEADER = ("filename", "event_labels")
+
+ONSET_COLLAR_S = 0.2
+OFFSET_COLLAR_S = 0.2
+OFFSET_COLLAR_RATE = 0.2
+SEGMENT_S = 1.0
+
+#: DCASE 2021-2024 task 4 PSDS scenario 1 (tight localisation) and 2 (no cross-triggers, loose).
+PSDS1: dict[str, Any] = {"dtc_threshold": 0.7, "gtc_threshold": 0.7, "cttc_threshold": None, "alpha_ct": 0.0, "alpha_st": 1.0, "max_efpr": 100.0}
+PSDS2: dict[str, Any] = {"dtc_threshold": 0.1, "gtc_threshold": 0.1, "cttc_threshold": 0.3, "alpha_ct": 0.5, "alpha_st": 1.0, "max_efpr": 100.0}
+
+
+@dataclass(frozen=True)
+class Event:
+    """One strongly labelled event (times in seconds)."""
+
+    filename: str
+    onset: float
+    offset: float
+    event_label: str
+
+    def as_sed_eval(self) -> dict[str, Any]:
+        return {"filename": self.filename, "event_onset": float(self.onset), "event_offset": float(self.offset), "event_label": self.event_label}
+
+
+EventsByFile = dict[str, list[Event]]
+"""Strong labels per file, first-seen order; a file may have no events."""
+
+PathLike = str | os.PathLike[str]
+EventsLike = Mapping[str, Sequence[Event]] | Iterable[Event] | PathLike
+
+
+# --------------------------------------------------------------------------------------------
+# label files
+
+
+def _lines(src: PathLike | TextIO | Iterable[str], source: str | None) -> tuple[Iterable[str], str]:
+    if isinstance(src, (str, os.PathLike)):
+        p = Path(src)
+        return p.read_text(encoding="utf-8").splitlines(), source or str(p)
+    if isinstance(src, io.TextIOBase) or hasattr(src, "read"):
+        return src.read().splitlines(), source or getattr(src, "name", "<stream>")  # type: ignore[union-attr]
+    return src, source or "<lines>"
+
+
+def _check_label(label: str, classes: Sequence[str] | None, where: str) -> str:
+    if not label:
+        raise ValueError(f"{where}: empty event label")
+    if classes is not None and label not in classes:
+        raise ValueError(f"{where}: unknown class {label!r}; one of {', '.join(classes)}")
+    return label
+
+
+def _time(text: str, name: str, where: str) -> float:
+    try:
+        t = float(text)
+    except ValueError:
+        raise ValueError(f"{where}: {name} {text!r} is not a number") from None
+    if not math.isfinite(t):
+        raise ValueError(f"{where}: {name} {text!r} is not finite")
+    return t
+
+
+def _check_event(filename: str, onset: float, offset: float, label: str, classes: Sequence[str] | None, where: str) -> Event:
+    if not filename:
+        raise ValueError(f"{where}: empty filename")
+    if not (math.isfinite(onset) and math.isfinite(offset)):
+        raise ValueError(f"{where}: onset/offset must be finite, got {onset!r}, {offset!r}")
+    if onset < 0:
+        raise ValueError(f"{where}: negative onset {onset}")
+    if not onset < offset:
+        raise ValueError(f"{where}: onset {onset} must be < offset {offset}")
+    return Event(filename, float(onset), float(offset), _check_label(label, classes, where))
+
+
+def parse_strong(lines: Iterable[str], *, source: str = "<lines>", classes: Sequence[str] | None = CLASSES) -> EventsByFile:
+    """Parse strong DCASE TSV lines (header optional) into ``{filename: [Event, ...]}``."""
+    out: EventsByFile = {}
+    for no, raw in enumerate(lines, 1):
+        line = raw.rstrip("\r\n")
+        if not line.strip():
+            continue
+        where = f"{source}:{no}"
+        f = line.split("\t")
+        if no == 1 and tuple(x.strip() for x in f) == STRONG_HEADER:
+            continue
+        if len(f) == 1 or (len(f) == 4 and not any(x.strip() for x in f[1:])):
+            name = f[0].strip()
+            if not name:
+                raise ValueError(f"{where}: empty filename")
+            out.setdefault(name, [])
+            continue
+        if len(f) != 4:
+            raise ValueError(f"{where}: expected 4 tab-separated fields (filename, onset, offset, event_label), got {len(f)}: {line!r}")
+        name, label = f[0].strip(), f[3].strip()
+        ev = _check_event(name, _time(f[1].strip(), "onset", where), _time(f[2].strip(), "offset", where), label, classes, where)
+        out.setdefault(name, []).append(ev)
+    return out
+
+
+def parse_weak(lines: Iterable[str], *, source: str = "<lines>", classes: Sequence[str] | None = CLASSES) -> dict[str, frozenset[str]]:
+    """Parse weak DCASE TSV lines (header optional) into ``{filename: frozenset(tags)}``."""
+    out: dict[str, frozenset[str]] = {}
+    for no, raw in enumerate(lines, 1):
+        line = raw.rstrip("\r\n")
+        if not line.strip():
+            continue
+        where = f"{source}:{no}"
+        f = line.split("\t")
+        if no == 1 and tuple(x.strip() for x in f) == WEAK_HEADER:
+            continue
+        if len(f) > 2:
+            raise ValueError(f"{where}: expected 2 tab-separated fields (filename, event_labels), got {len(f)}: {line!r}")
+        name = f[0].strip()
+        if not name:
+            raise ValueError(f"{where}: empty filename")
+        if name in out:
+            raise ValueError(f"{where}: duplicate row for {name!r}")
+        tags = [t.strip() for t in f[1].split(",")] if len(f) == 2 and f[1].strip() else []
+        out[name] = frozenset(_check_label(t, classes, where) for t in tags)
+    return out
+
+
+def read_strong_tsv(src: PathLike | TextIO | Iterable[str], *, classes: Sequence[str] | None = CLASSES, source: str | None = None) -> EventsByFile:
+    """Read a strong label file (path, open text file or lines); see :func:`parse_strong`."""
+    lines, name = _lines(src, source)
+    return parse_strong(lines, source=name, classes=classes)
+
+
+def read_weak_tsv(
+    src: PathLike | TextIO | Iterable[str], *, classes: Sequence[str] | None = CLASSES, source: str | None = None
+) -> dict[str, frozenset[str]]:
+    """Read a weak label file (path, open text file or lines); see :func:`parse_weak`."""
+    lines, name = _lines(src, source)
+    return parse_weak(lines, source=name, classes=classes)
+
+
+def events_by_file(events: EventsLike, *, classes: Sequence[str] | None = CLASSES) -> EventsByFile:
+    """Normalise a mapping, a flat iterable of :class:`Event` or a TSV path to :data:`EventsByFile`,
+    checking every event (onset < offset, finite, known class)."""
+    if isinstance(events, (str, os.PathLike)):
+        return read_strong_tsv(events, classes=classes)
+    out: EventsByFile = {}
+    if isinstance(events, Mapping):
+        for name, evs in events.items():
+            lst = out.setdefault(str(name), [])
+            for i, e in enumerate(evs):
+                if e.filename != name:
+                    raise ValueError(f"{name!r} event {i}: filename {e.filename!r} differs from its key")
+                lst.append(_check_event(e.filename, e.onset, e.offset, e.event_label, classes, f"{name!r} event {i}"))
+        return out
+    for i, e in enumerate(events):
+        out.setdefault(e.filename, []).append(_check_event(e.filename, e.onset, e.offset, e.event_label, classes, f"event {i} ({e.filename!r})"))
+    return out
+
+
+def weak_from_strong(events: EventsLike, *, classes: Sequence[str] | None = CLASSES) -> dict[str, frozenset[str]]:
+    """Clip tags of strong labels (files without events get an empty set)."""
+    return {name: frozenset(e.event_label for e in evs) for name, evs in events_by_file(events, classes=classes).items()}
+
+
+def _fmt(t: float, decimals: int) -> str:
+    return f"{t:.{decimals}f}"
+
+
+def strong_tsv_text(events: EventsLike, *, decimals: int = 3, header: bool = True, classes: Sequence[str] | None = CLASSES) -> str:
+    """Strong TSV text; events sorted by (onset, label) per file, files in first-seen order; a file
+    with no events is written as a filename-only row so that it survives a round trip."""
+    lines = ["\t".join(STRONG_HEADER)] if header else []
+    for name, evs in events_by_file(events, classes=classes).items():
+        if not evs:
+            lines.append(name)
+        for e in sorted(evs, key=lambda e: (e.onset, e.event_label, e.offset)):
+            lines.append(f"{name}\t{_fmt(e.onset, decimals)}\t{_fmt(e.offset, decimals)}\t{e.event_label}")
+    return "\n".join(lines) + "\n"
+
+
+def weak_tsv_text(tags: Mapping[str, Iterable[str]], *, header: bool = True, classes: Sequence[str] | None = CLASSES) -> str:
+    """Weak TSV text, tags sorted and comma-separated."""
+    lines = ["\t".join(WEAK_HEADER)] if header else []
+    for name, t in tags.items():
+        ts = sorted(set(t))
+        for x in ts:
+            _check_label(x, classes, f"{name!r}")
+        lines.append(f"{name}\t{','.join(ts)}")
+    return "\n".join(lines) + "\n"
+
+
+def write_strong_tsv(path: PathLike, events: EventsLike, **kw: Any) -> Path:
+    p = Path(path)
+    p.write_text(strong_tsv_text(events, **kw), encoding="utf-8")
+    return p
+
+
+def write_weak_tsv(path: PathLike, tags: Mapping[str, Iterable[str]], **kw: Any) -> Path:
+    p = Path(path)
+    p.write_text(weak_tsv_text(tags, **kw), encoding="utf-8")
+    return p
+
+
+# --------------------------------------------------------------------------------------------
+# sed_eval scores
+
+
+def _import_sed_eval() -> Any:
+    with warnings.catch_warnings():
+        # dcase_util imports pkg_resources (hence setuptools<81), which warns that it is deprecated
+        warnings.filterwarnings("ignore", message=".*pkg_resources.*")
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        try:
+            import sed_eval
+        except ImportError as e:  # pragma: no cover - depends on the environment
+            raise ImportError(f"SED scoring needs sed_eval: pip install 'streamkit[sed]' ({e})") from e
+    return sed_eval
+
+
+def _nan(x: Any) -> float:
+    return float("nan") if x is None else float(x)
+
+
+@dataclass(frozen=True)
+class ClassScores:
+    f1: float
+    precision: float
+    recall: float
+    error_rate: float
+    deletion_rate: float
+    insertion_rate: float
+    n_ref: int
+    n_sys: int
+    n_tp: int
+
+
+@dataclass(frozen=True)
+class SedScores:
+    """Event- or segment-based scores (fractions in [0, 1]; NaN where undefined)."""
+
+    kind: str  # "event" | "segment"
+    macro_f1: float
+    macro_precision: float
+    macro_recall: float
+    micro_f1: float
+    micro_precision: float
+    micro_recall: float
+    error_rate: float
+    substitution_rate: float
+    deletion_rate: float
+    insertion_rate: float
+    n_ref: int
+    n_sys: int
+    n_tp: int
+    per_class: dict[str, ClassScores] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _pair(
+    reference: EventsLike, estimate: EventsLike, classes: Sequence[str], files: Iterable[str] | None
+) -> tuple[list[str], EventsByFile, EventsByFile]:
+    ref = events_by_file(reference, classes=classes)
+    est = events_by_file(estimate, classes=classes)
+    if files is None:
+        names = list(dict.fromkeys([*ref, *est]))
+    else:
+        names = list(dict.fromkeys(files))
+        extra = sorted((set(ref) | set(est)) - set(names))
+        if extra:
+            raise ValueError(f"labels for files not in the scored file list: {', '.join(extra[:5])}{' ...' if len(extra) > 5 else ''}")
+    return names, ref, est
+
+
+def _collect(kind: str, m: Any, classes: Sequence[str], params: dict[str, Any]) -> SedScores:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # nanmean of all-NaN
+        overall = m.results_overall_metrics()
+        avg = m.results_class_wise_average_metrics()
+        cw = m.results_class_wise_metrics()
+    per_class: dict[str, ClassScores] = {}
+    for c in classes:
+        r = cw[c]
+        n = m.class_wise[c]
+        # sed_eval divides by (N_ref + eps): with no reference events a rate is undefined, not 1e16
+        rate = _nan if n["Nref"] > 0 else (lambda _x: float("nan"))
+        per_class[c] = ClassScores(
+            f1=_nan(r["f_measure"]["f_measure"]),
+            precision=_nan(r["f_measure"]["precision"]),
+            recall=_nan(r["f_measure"]["recall"]),
+            error_rate=rate(r["error_rate"]["error_rate"]),
+            deletion_rate=rate(r["error_rate"]["deletion_rate"]),
+            insertion_rate=rate(r["error_rate"]["insertion_rate"]),
+            n_ref=int(n["Nref"]),
+            n_sys=int(n["Nsys"]),
+            n_tp=int(n["Ntp"]),
+        )
+
+    # our own macro over the per-class values (sed_eval's nanmean; NaN, not a warning, when none is defined)
+    def macro(key: str) -> float:
+        v = [getattr(s, key) for s in per_class.values() if not math.isnan(getattr(s, key))]
+        return float(np.mean(v)) if v else float("nan")
+
+    macro_f1 = macro("f1")
+    if avg.get("f_measure") and not (math.isnan(macro_f1) and math.isnan(avg["f_measure"]["f_measure"])):
+        assert math.isclose(macro_f1, avg["f_measure"]["f_measure"], rel_tol=1e-9, abs_tol=1e-12), (macro_f1, avg)
+    er = overall["error_rate"]
+    orate = _nan if m.overall["Nref"] > 0 else (lambda _x: float("nan"))
+    return SedScores(
+        kind=kind,
+        macro_f1=macro_f1,
+        macro_precision=macro("precision"),
+        macro_recall=macro("recall"),
+        micro_f1=_nan(overall["f_measure"]["f_measure"]),
+        micro_precision=_nan(overall["f_measure"]["precision"]),
+        micro_recall=_nan(overall["f_measure"]["recall"]),
+        error_rate=orate(er["error_rate"]),
+        substitution_rate=orate(er["substitution_rate"]),
+        deletion_rate=orate(er["deletion_rate"]),
+        insertion_rate=orate(er["insertion_rate"]),
+        n_ref=int(m.overall["Nref"]),
+        n_sys=int(m.overall["Nsys"]),
+        n_tp=int(m.overall["Ntp"]),
+        per_class=per_class,
+        params=params,
+    )
+
+
+def event_based(
+    reference: EventsLike,
+    estimate: EventsLike,
+    *,
+    classes: Sequence[str] = CLASSES,
+    onset_collar: float = ONSET_COLLAR_S,
+    offset_collar: float = OFFSET_COLLAR_S,
+    offset_collar_rate: float = OFFSET_COLLAR_RATE,
+    files: Iterable[str] | None = None,
+) -> SedScores:
+    """Event-based scores (sed_eval ``EventBasedMetrics``, optimal matching): onset within
+    ``onset_collar``, offset within ``max(offset_collar, offset_collar_rate * reference length)``."""
+    if onset_collar != offset_collar:
+        raise ValueError("sed_eval uses one t_collar for onsets and offsets: onset_collar must equal offset_collar")
+    sed_eval = _import_sed_eval()
+    names, ref, est = _pair(reference, estimate, classes, files)
+    m = sed_eval.sound_event.EventBasedMetrics(
+        event_label_list=list(classes),
+        t_collar=float(onset_collar),
+        percentage_of_length=float(offset_collar_rate),
+        evaluate_onset=True,
+        evaluate_offset=True,
+        event_matching_type="optimal",
+    )
+    m.empty_system_output_handling = "zero_score"
+    for name in names:
+        m.evaluate([e.as_sed_eval() for e in ref.get(name, [])], [e.as_sed_eval() for e in est.get(name, [])])
+    params = {"onset_collar": onset_collar, "offset_collar": offset_collar, "offset_collar_rate": offset_collar_rate, "files": len(names)}
+    return _collect("event", m, classes, params)
+
+
+def segment_based(
+    reference: EventsLike,
+    estimate: EventsLike,
+    *,
+    classes: Sequence[str] = CLASSES,
+    segment: float = SEGMENT_S,
+    durations: Mapping[str, float] | None = None,
+    files: Iterable[str] | None = None,
+) -> SedScores:
+    """Segment-based scores (sed_eval ``SegmentBasedMetrics``) on ``segment``-second segments.
+    A file is scored up to ``durations[file]`` when given, else up to its last offset."""
+    sed_eval = _import_sed_eval()
+    names, ref, est = _pair(reference, estimate, classes, files)
+    m = sed_eval.sound_event.SegmentBasedMetrics(event_label_list=list(classes), time_resolution=float(segment))
+    m.empty_system_output_handling = "zero_score"
+    for name in names:
+        r = [e.as_sed_eval() for e in ref.get(name, [])]
+        s = [e.as_sed_eval() for e in est.get(name, [])]
+        dur = None if durations is None or name not in durations else float(durations[name])
+        if dur is None and not r and not s:
+            continue  # nothing to score and no length: sed_eval would fail on an empty container
+        m.evaluate(r, s, evaluated_length_seconds=dur)
+    return _collect("segment", m, classes, {"segment": segment, "files": len(names)})
+
+
+def evaluate(
+    reference: EventsLike,
+    estimate: EventsLike,
+    *,
+    classes: Sequence[str] = CLASSES,
+    durations: Mapping[str, float] | None = None,
+    files: Iterable[str] | None = None,
+) -> dict[str, SedScores]:
+    """Both DCASE task 4 scores: ``{"event": event_based(...), "segment": segment_based(...)}``."""
+    ref = events_by_file(reference, classes=classes)
+    est = events_by_file(estimate, classes=classes)
+    return {
+        "event": event_based(ref, est, classes=classes, files=files),
+        "segment": segment_based(ref, est, classes=classes, durations=durations, files=files),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# PSDS from frame scores
+
+
+@dataclass
+class FrameScores:
+    """One file's frame-level class scores: ``scores[i, k]`` for frame ``i`` covering
+    ``[start + i*hop, start + (i+1)*hop)`` seconds and class ``classes[k]``."""
+
+    scores: npt.NDArray[np.float64]
+    hop: float
+    classes: tuple[str, ...] = CLASSES
+    start: float = 0.0
+
+    def __post_init__(self) -> None:
+        s = np.asarray(self.scores, dtype=np.float64)
+        if s.ndim != 2 or s.shape[1] != len(self.classes):
+            raise ValueError(f"scores must be (frames, {len(self.classes)}), got shape {s.shape}")
+        if not np.all(np.isfinite(s)):
+            raise ValueError("scores must be finite")
+        if not (math.isfinite(self.hop) and self.hop > 0):
+            raise ValueError(f"hop must be > 0 s, got {self.hop}")
+        if len(set(self.classes)) != len(self.classes):
+            raise ValueError("duplicate class names")
+        self.scores = s
+        self.classes = tuple(self.classes)
+
+    @property
+    def n_frames(self) -> int:
+        return int(self.scores.shape[0])
+
+    @property
+    def duration(self) -> float:
+        return self.start + self.n_frames * self.hop
+
+    def timestamps(self) -> npt.NDArray[np.float64]:
+        """Frame boundaries, ``n_frames + 1`` values (what sed_scores_eval wants)."""
+        return self.start + np.arange(self.n_frames + 1, dtype=np.float64) * self.hop
+
+    def to_dataframe(self) -> Any:
+        """sed_scores_eval's score DataFrame (columns onset, offset, one per class)."""
+        from sed_scores_eval.base_modules.scores import create_score_dataframe
+
+        return create_score_dataframe(self.scores, self.timestamps(), list(self.classes))
+
+    @classmethod
+    def from_events(cls, events: Iterable[Event], duration: float, hop: float, classes: Sequence[str] = CLASSES) -> FrameScores:
+        """Binary scores (1 where an event of the class overlaps the frame), e.g. to score hard
+        decisions with PSDS or to build test cases."""
+        n = int(math.ceil(duration / hop - 1e-9))
+        s = np.zeros((n, len(classes)))
+        for e in events:
+            k = list(classes).index(e.event_label)
+            a = int(math.floor(e.onset / hop + 1e-9))
+            b = int(math.ceil(e.offset / hop - 1e-9))
+            s[max(a, 0) : min(b, n), k] = 1.0
+        return cls(s, hop, tuple(classes))
+
+
+@dataclass(frozen=True)
+class PsdsResult:
+    psds: float
+    per_class: dict[str, float]
+    params: dict[str, Any]
+
+
+def psds(
+    reference: EventsLike,
+    scores: Mapping[str, FrameScores],
+    *,
+    durations: Mapping[str, float] | None = None,
+    classes: Sequence[str] = CLASSES,
+    dtc_threshold: float = PSDS1["dtc_threshold"],
+    gtc_threshold: float = PSDS1["gtc_threshold"],
+    cttc_threshold: float | None = PSDS1["cttc_threshold"],
+    alpha_ct: float = PSDS1["alpha_ct"],
+    alpha_st: float = PSDS1["alpha_st"],
+    max_efpr: float = PSDS1["max_efpr"],
+    unit_of_time: str = "hour",
+) -> PsdsResult:
+    """Polyphonic sound detection score (sed_scores_eval ``intersection_based.psds``) of frame
+    scores against strong reference labels. Defaults are :data:`PSDS1`; pass ``**PSDS2`` for
+    scenario 2. Every reference file needs scores; scored files without reference events count
+    as event-free. ``durations`` default to each file's score length."""
+    if not scores:
+        raise ValueError("no scores")
+    ref = events_by_file(reference, classes=classes)
+    missing = sorted(set(ref) - set(scores))
+    if missing:
+        raise ValueError(f"no scores for reference files: {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
+    for name, fs in scores.items():
+        if tuple(fs.classes) != tuple(classes):
+            raise ValueError(f"{name!r}: score classes {fs.classes} differ from {tuple(classes)}")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*pkg_resources.*")
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        try:
+            from sed_scores_eval import intersection_based
+        except ImportError as e:  # pragma: no cover - depends on the environment
+            raise ImportError(f"PSDS needs sed_scores_eval: pip install 'streamkit[sed]' ({e})") from e
+    dur = {name: float(durations[name]) if durations is not None and name in durations else fs.duration for name, fs in scores.items()}
+    gt = {name: [(e.onset, e.offset, e.event_label) for e in ref.get(name, [])] for name in scores}
+    value, per_class, _, _ = intersection_based.psds(
+        scores={name: fs.to_dataframe() for name, fs in scores.items()},
+        ground_truth=gt,
+        audio_durations=dur,
+        dtc_threshold=dtc_threshold,
+        gtc_threshold=gtc_threshold,
+        cttc_threshold=cttc_threshold,
+        alpha_ct=alpha_ct,
+        alpha_st=alpha_st,
+        unit_of_time=unit_of_time,
+        max_efpr=max_efpr,
+    )
+    params = {
+        "dtc_threshold": dtc_threshold,
+        "gtc_threshold": gtc_threshold,
+        "cttc_threshold": cttc_threshold,
+        "alpha_ct": alpha_ct,
+        "alpha_st": alpha_st,
+        "max_efpr": max_efpr,
+        "unit_of_time": unit_of_time,
+    }
+    return PsdsResult(float(value), {c: float(v) for c, v in per_class.items()}, params)

@@ -1,0 +1,340 @@
+"""streamkit.eval.sed: DCASE TSV I/O and our glue around sed_eval / sed_scores_eval, checked
+against hand-computed cases."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from streamkit.data import sed_corpus
+from streamkit.eval import sed
+from streamkit.eval.sed import Event as E
+
+pytest.importorskip("sed_eval")
+
+C3 = ("Cat", "Dog", "Speech")
+
+
+def test_classes_are_dcase2019_task4():
+    assert sed.CLASSES is sed_corpus.CLASSES
+    assert len(sed.CLASSES) == 10 and {"Speech", "Dog", "Vacuum_cleaner", "Electric_shaver_toothbrush"} <= set(sed.CLASSES)
+
+
+# --------------------------------------------------------------------------------------------
+# TSV
+
+
+def test_strong_round_trip_keeps_empty_files(tmp_path):
+    ev = {"a.wav": [E("a.wav", 2.0, 3.5, "Dog"), E("a.wav", 0.25, 9.0, "Speech")], "empty.wav": [], "b.wav": [E("b.wav", 0.0, 10.0, "Frying")]}
+    p = sed.write_strong_tsv(tmp_path / "s.tsv", ev)
+    text = p.read_text()
+    assert text.splitlines()[0] == "filename\tonset\toffset\tevent_label"
+    assert "a.wav\t0.250\t9.000\tSpeech" in text.splitlines()[1]  # sorted by onset
+    assert "empty.wav" in text.splitlines()
+    back = sed.read_strong_tsv(p)
+    assert list(back) == ["a.wav", "empty.wav", "b.wav"]
+    assert back["empty.wav"] == []
+    assert sorted(back["a.wav"], key=lambda e: e.onset) == sorted(ev["a.wav"], key=lambda e: e.onset)
+    # headerless, CRLF, blank lines and DCASE's "file<TAB><TAB><TAB>" empty row
+    back2 = sed.parse_strong(["x.wav\t1\t2\tCat\r\n", "", "y.wav\t\t\t\n"])
+    assert back2 == {"x.wav": [E("x.wav", 1.0, 2.0, "Cat")], "y.wav": []}
+
+
+def test_reads_the_corpus_labels_format(tmp_path):
+    clips = [
+        {"id": "c0", "events": [{"onset": 1.5, "offset": 2.25, "event_label": "Dog"}, {"onset": 0.5, "offset": 4.0, "event_label": "Speech"}]},
+        {"id": "c1", "events": [{"onset": 3.0, "offset": 9.999, "event_label": "Blender"}]},
+    ]
+    (tmp_path / "strong.tsv").write_text(sed_corpus._labels_tsv("strong", clips))
+    (tmp_path / "weak.tsv").write_text(sed_corpus._labels_tsv("weak", clips))
+    strong = sed.read_strong_tsv(tmp_path / "strong.tsv")
+    assert strong["c0.wav"] == [E("c0.wav", 0.5, 4.0, "Speech"), E("c0.wav", 1.5, 2.25, "Dog")]
+    weak = sed.read_weak_tsv(tmp_path / "weak.tsv")
+    assert weak == {"c0.wav": frozenset({"Dog", "Speech"}), "c1.wav": frozenset({"Blender"})}
+    assert sed.weak_from_strong(strong) == weak
+
+
+def test_weak_round_trip(tmp_path):
+    tags = {"a.wav": {"Dog", "Cat"}, "b.wav": set()}
+    p = sed.write_weak_tsv(tmp_path / "w.tsv", tags)
+    assert p.read_text().splitlines() == ["filename\tevent_labels", "a.wav\tCat,Dog", "b.wav\t"]
+    assert sed.read_weak_tsv(p) == {"a.wav": frozenset({"Cat", "Dog"}), "b.wav": frozenset()}
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("a.wav\t1.0\t2.0", "expected 4 tab-separated fields"),
+        ("a.wav 1.0 2.0 Dog", None),  # spaces are not separators: one field = a filename-only row
+        ("a.wav\t2.0\t1.0\tDog", "onset 2.0 must be < offset 1.0"),
+        ("a.wav\t1.0\t1.0\tDog", "must be < offset"),
+        ("a.wav\t-0.5\t1.0\tDog", "negative onset"),
+        ("a.wav\tnan\t1.0\tDog", "not finite"),
+        ("a.wav\t0\tinf\tDog", "not finite"),
+        ("a.wav\tabc\t1.0\tDog", "onset 'abc' is not a number"),
+        ("a.wav\t0\t1\tdog", "unknown class 'dog'"),
+        ("a.wav\t0\t1\t", "empty event label"),
+        ("\t0\t1\tDog", "empty filename"),
+    ],
+)
+def test_strong_errors_name_file_and_line(tmp_path, line, message):
+    p = tmp_path / "bad.tsv"
+    p.write_text(f"filename\tonset\toffset\tevent_label\nok.wav\t0\t1\tCat\n{line}\n")
+    if message is None:
+        assert sed.read_strong_tsv(p)["a.wav 1.0 2.0 Dog"] == []
+        return
+    with pytest.raises(ValueError, match=f"bad.tsv:3: .*{message}"):
+        sed.read_strong_tsv(p)
+
+
+def test_strong_classes_can_be_opened():
+    assert sed.parse_strong(["a\t0\t1\tdog"], classes=None)["a"][0].event_label == "dog"
+    assert sed.parse_strong(["a\t0\t1\tdog"], classes=("dog",))["a"][0].event_label == "dog"
+
+
+def test_weak_errors(tmp_path):
+    with pytest.raises(ValueError, match=r"w.tsv:2: unknown class 'Horse'"):
+        sed.read_weak_tsv(["filename\tevent_labels", "a.wav\tDog,Horse"], source="w.tsv")
+    with pytest.raises(ValueError, match=r"<lines>:2: duplicate row for 'a.wav'"):
+        sed.parse_weak(["a.wav\tDog", "a.wav\tCat"])
+    with pytest.raises(ValueError, match=r":1: expected 2 tab-separated fields"):
+        sed.parse_weak(["a.wav\tDog\tCat"])
+
+
+def test_event_objects_are_validated_too():
+    with pytest.raises(ValueError, match="unknown class 'Horse'"):
+        sed.event_based([E("a", 0, 1, "Horse")], [])
+    with pytest.raises(ValueError, match="must be < offset"):
+        sed.segment_based([], [E("a", 2, 1, "Dog")])
+    with pytest.raises(ValueError, match="differs from its key"):
+        sed.events_by_file({"a": [E("b", 0, 1, "Dog")]})
+
+
+# --------------------------------------------------------------------------------------------
+# event-based (onset collar 200 ms, offset collar max(200 ms, 20 % of the reference length))
+
+EV_REF = [
+    E("a.wav", 1.000, 2.000, "Dog"),
+    E("a.wav", 4.000, 4.500, "Cat"),
+    E("a.wav", 6.000, 9.000, "Speech"),
+    E("b.wav", 0.500, 2.500, "Speech"),
+    E("b.wav", 5.000, 5.300, "Dog"),
+]
+EV_EST = [
+    # onset +0.15, offset +0.15 (<= max(0.2, 0.2 * 1.0)): TP
+    E("a.wav", 1.150, 2.150, "Dog"),
+    # onset +0.25 > 0.2: miss (FN) and a false alarm (FP)
+    E("a.wav", 4.250, 4.500, "Cat"),
+    # offset +0.5 > 0.2, but <= 20 % of 3 s = 0.6: TP (the offset collar where 20 % > 200 ms)
+    E("a.wav", 6.100, 9.500, "Speech"),
+    # offset +0.5 > 20 % of 2 s = 0.4: FN + FP
+    E("b.wav", 0.500, 3.000, "Speech"),
+    # matches the Dog 5.0-5.3 in time with the wrong class: FN Dog + FP Cat, one substitution
+    E("b.wav", 5.050, 5.300, "Cat"),
+]
+
+
+def test_event_based_hand_computed():
+    r = sed.event_based(EV_REF, EV_EST, classes=C3)
+    # per class (N_ref, N_sys, TP): Dog (2, 1, 1): P 1, R 1/2, F1 2/3
+    #                               Cat (1, 2, 0): F1 0
+    #                               Speech (2, 2, 1): P = R = 1/2, F1 1/2
+    pc = r.per_class
+    assert (pc["Dog"].n_ref, pc["Dog"].n_sys, pc["Dog"].n_tp) == (2, 1, 1)
+    assert (pc["Cat"].n_ref, pc["Cat"].n_sys, pc["Cat"].n_tp) == (1, 2, 0)
+    assert (pc["Speech"].n_ref, pc["Speech"].n_sys, pc["Speech"].n_tp) == (2, 2, 1)
+    assert pc["Dog"].f1 == pytest.approx(2 / 3) and pc["Dog"].precision == pytest.approx(1.0) and pc["Dog"].recall == pytest.approx(0.5)
+    assert pc["Cat"].f1 == 0.0
+    assert pc["Speech"].f1 == pytest.approx(0.5)
+    # macro F1 = (2/3 + 0 + 1/2) / 3 = 7/18
+    assert r.macro_f1 == pytest.approx(7 / 18)
+    # micro: N_ref 5, N_sys 5, TP 2: P = R = F1 = 0.4
+    assert (r.n_ref, r.n_sys, r.n_tp) == (5, 5, 2)
+    assert r.micro_f1 == pytest.approx(0.4)
+    # ER: a.wav D 1 (Cat) I 1 (Cat); b.wav S 1 (Dog->Cat), D 1 (Speech), I 1 (Speech): (1 + 2 + 2) / 5 = 1
+    assert r.substitution_rate == pytest.approx(1 / 5)
+    assert r.deletion_rate == pytest.approx(2 / 5)
+    assert r.insertion_rate == pytest.approx(2 / 5)
+    assert r.error_rate == pytest.approx(1.0)
+    # class-wise ER = (FN + FP) / N_ref: Dog (1 + 0) / 2, Cat (1 + 2) / 1, Speech (1 + 1) / 2
+    assert pc["Dog"].error_rate == pytest.approx(0.5)
+    assert pc["Cat"].error_rate == pytest.approx(3.0)
+    assert pc["Speech"].error_rate == pytest.approx(1.0)
+    assert r.kind == "event" and r.params["offset_collar_rate"] == 0.2 and r.params["files"] == 2
+
+
+def test_event_based_collars_are_the_dcase_ones():
+    ref = [E("a.wav", 6.0, 9.0, "Speech")]
+    # sed_eval's own default offset rate would be 50 %: +1.2 s on a 3 s event passes 50 % but not 20 %
+    assert sed.event_based(ref, [E("a.wav", 6.0, 10.2, "Speech")], classes=C3).micro_f1 == 0.0
+    assert sed.event_based(ref, [E("a.wav", 6.0, 9.55, "Speech")], classes=C3).micro_f1 == pytest.approx(1.0)
+    # a short event: the 200 ms floor of the offset collar applies (20 % of 0.3 s = 0.06 s)
+    short = [E("a.wav", 5.0, 5.3, "Dog")]
+    assert sed.event_based(short, [E("a.wav", 5.0, 5.45, "Dog")], classes=C3).micro_f1 == pytest.approx(1.0)
+    assert sed.event_based(short, [E("a.wav", 5.0, 5.55, "Dog")], classes=C3).micro_f1 == 0.0
+    # onsets: 190 ms early is in, 210 ms late is out
+    assert sed.event_based(short, [E("a.wav", 4.81, 5.3, "Dog")], classes=C3).micro_f1 == pytest.approx(1.0)
+    assert sed.event_based(short, [E("a.wav", 5.21, 5.3, "Dog")], classes=C3).micro_f1 == 0.0
+
+
+def test_perfect_and_default_classes():
+    r = sed.event_based(EV_REF, EV_REF)
+    assert r.macro_f1 == pytest.approx(1.0) and r.micro_f1 == pytest.approx(1.0) and r.error_rate == pytest.approx(0.0)
+    # the 7 of 10 classes absent from reference and estimate are undefined and left out of macro F1
+    assert math.isnan(r.per_class["Blender"].f1) and math.isnan(r.per_class["Blender"].error_rate)
+    assert set(r.per_class) == set(sed.CLASSES)
+
+
+# --------------------------------------------------------------------------------------------
+# segment-based (1 s segments; a class is active in every segment its events overlap)
+
+SEG_REF = [
+    E("a.wav", 0.5, 1.2, "Dog"),  # segments 0, 1
+    E("a.wav", 2.1, 2.9, "Cat"),  # segment 2
+    E("b.wav", 0.0, 3.0, "Speech"),  # segments 0, 1, 2 (3.0 ends segment 2)
+]
+SEG_EST = [
+    E("a.wav", 0.9, 1.1, "Dog"),  # segments 0, 1 across the 1 s boundary: 2 TP
+    E("a.wav", 3.0, 3.5, "Cat"),  # segment 3: FP, and the Cat in segment 2 is a FN
+    E("b.wav", 0.2, 1.5, "Speech"),  # segments 0, 1: 2 TP, segment 2 FN
+]
+
+
+def test_segment_based_hand_computed():
+    r = sed.segment_based(SEG_REF, SEG_EST, classes=C3, durations={"a.wav": 4.0, "b.wav": 4.0})
+    pc = r.per_class
+    # Dog (N_ref 2, N_sys 2, TP 2): F1 1; Cat (1, 1, 0): F1 0; Speech (3, 2, 2): P 1, R 2/3, F1 0.8
+    assert (pc["Dog"].n_ref, pc["Dog"].n_sys, pc["Dog"].n_tp) == (2, 2, 2)
+    assert (pc["Cat"].n_ref, pc["Cat"].n_sys, pc["Cat"].n_tp) == (1, 1, 0)
+    assert (pc["Speech"].n_ref, pc["Speech"].n_sys, pc["Speech"].n_tp) == (3, 2, 2)
+    assert pc["Dog"].f1 == pytest.approx(1.0)
+    assert pc["Cat"].f1 == 0.0
+    assert pc["Speech"].f1 == pytest.approx(0.8)
+    # macro = (1 + 0 + 0.8) / 3 = 0.6
+    assert r.macro_f1 == pytest.approx(0.6)
+    # micro: N_ref 6, N_sys 5, TP 4: P 0.8, R 2/3, F1 = 2 * 0.8 * 2/3 / (0.8 + 2/3) = 8/11
+    assert r.micro_f1 == pytest.approx(8 / 11)
+    # ER per segment: a.seg2 D (Cat), a.seg3 I (Cat), b.seg2 D (Speech): (0 + 2 + 1) / 6
+    assert r.error_rate == pytest.approx(0.5)
+    assert r.deletion_rate == pytest.approx(2 / 6) and r.insertion_rate == pytest.approx(1 / 6)
+
+
+def test_segment_substitution_and_length():
+    # one segment holds a reference Dog and an estimated Cat: S = 1 (not D + I), ER 1
+    r = sed.segment_based([E("a", 0.2, 0.8, "Dog")], [E("a", 0.1, 0.9, "Cat")], classes=C3)
+    assert r.substitution_rate == pytest.approx(1.0) and r.error_rate == pytest.approx(1.0)
+    # an estimate past the file's duration is cut there: segments 0..9 only
+    r = sed.segment_based([E("a", 9.5, 10.0, "Dog")], [E("a", 9.5, 12.0, "Dog")], classes=C3, durations={"a": 10.0})
+    assert (r.n_ref, r.n_sys, r.n_tp) == (1, 1, 1)
+
+
+def test_evaluate_both_and_from_tsv(tmp_path):
+    ref = sed.write_strong_tsv(tmp_path / "ref.tsv", EV_REF)
+    est = sed.write_strong_tsv(tmp_path / "est.tsv", EV_EST)
+    r = sed.evaluate(str(ref), est, classes=C3)
+    assert set(r) == {"event", "segment"}
+    assert r["event"].macro_f1 == pytest.approx(7 / 18)
+    d = r["segment"].as_dict()
+    assert d["kind"] == "segment" and set(d["per_class"]) == set(C3)
+
+
+# --------------------------------------------------------------------------------------------
+# empty reference / estimate
+
+
+def test_empty_estimate():
+    r = sed.event_based(EV_REF, [], classes=C3)
+    assert r.macro_f1 == 0.0 and r.micro_f1 == 0.0
+    assert r.micro_precision == 0.0 and r.micro_recall == 0.0
+    assert r.error_rate == pytest.approx(1.0) and r.deletion_rate == pytest.approx(1.0)
+    s = sed.segment_based(SEG_REF, [], classes=C3)
+    assert s.macro_f1 == 0.0 and s.error_rate == pytest.approx(1.0)
+
+
+def test_empty_reference():
+    r = sed.event_based([], EV_EST, classes=C3)
+    # nothing to find: recall, F1 and ER are undefined (NaN), not 0 and not sed_eval's I / eps
+    assert math.isnan(r.macro_f1) and math.isnan(r.micro_f1) and math.isnan(r.error_rate)
+    assert r.n_sys == 5 and r.micro_precision == 0.0
+    s = sed.segment_based([], SEG_EST, classes=C3)
+    assert math.isnan(s.macro_f1) and math.isnan(s.error_rate) and s.n_sys > 0
+
+
+def test_both_empty_and_files_without_events():
+    for f in (sed.event_based, sed.segment_based):
+        r = f([], [], classes=C3)
+        assert math.isnan(r.macro_f1) and math.isnan(r.error_rate) and r.n_ref == r.n_sys == 0
+    # a declared event-free reference file still counts its false alarms
+    ref = {"a.wav": [E("a.wav", 1.0, 2.0, "Dog")], "quiet.wav": []}
+    est = [E("a.wav", 1.0, 2.0, "Dog"), E("quiet.wav", 3.0, 4.0, "Dog")]
+    r = sed.event_based(ref, est, classes=C3)
+    # Dog: N_ref 1, N_sys 2, TP 1: P 1/2, R 1, F1 2/3
+    assert r.per_class["Dog"].f1 == pytest.approx(2 / 3) and r.error_rate == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="not in the scored file list: quiet.wav"):
+        sed.event_based(ref, est, classes=C3, files=["a.wav"])
+
+
+# --------------------------------------------------------------------------------------------
+# PSDS (sed_scores_eval)
+
+PSDS_REF = {
+    "a.wav": [E("a.wav", 1.0, 3.0, "Dog"), E("a.wav", 5.0, 8.0, "Speech")],
+    "b.wav": [E("b.wav", 0.5, 1.5, "Cat"), E("b.wav", 2.0, 9.0, "Speech")],
+    "c.wav": [],
+}
+
+
+def _scores(ref, hop=0.064, duration=10.0):
+    return {name: sed.FrameScores.from_events(evs, duration, hop, C3) for name, evs in ref.items()}
+
+
+def test_frame_scores_container():
+    fs = sed.FrameScores.from_events([E("x", 0.1, 0.25, "Dog")], 1.0, 0.1, C3)
+    assert fs.n_frames == 10 and fs.duration == pytest.approx(1.0)
+    assert fs.scores[:, 1].tolist() == [0, 1, 1, 0, 0, 0, 0, 0, 0, 0]
+    assert np.allclose(fs.timestamps(), np.arange(11) * 0.1)
+    df = fs.to_dataframe()
+    assert list(df.columns) == ["onset", "offset", *C3] and len(df) == 10
+    with pytest.raises(ValueError, match=r"scores must be \(frames, 3\)"):
+        sed.FrameScores(np.zeros((5, 2)), 0.1, C3)
+    with pytest.raises(ValueError, match="hop must be > 0"):
+        sed.FrameScores(np.zeros((5, 3)), 0.0, C3)
+    with pytest.raises(ValueError, match="finite"):
+        sed.FrameScores(np.full((5, 3), np.nan), 0.1, C3)
+
+
+def test_psds_perfect_is_one():
+    r = sed.psds(PSDS_REF, _scores(PSDS_REF), classes=C3)
+    assert r.psds == pytest.approx(1.0)
+    assert all(v == pytest.approx(1.0) for v in r.per_class.values())
+    r2 = sed.psds(PSDS_REF, _scores(PSDS_REF), classes=C3, **sed.PSDS2)
+    assert r2.psds == pytest.approx(1.0) and r2.params["alpha_ct"] == 0.5
+
+
+def test_psds_no_detection_is_zero():
+    zero = {n: sed.FrameScores(np.zeros_like(fs.scores), fs.hop, C3) for n, fs in _scores(PSDS_REF).items()}
+    assert sed.psds(PSDS_REF, zero, classes=C3).psds == 0.0
+    # detections on the wrong class only
+    wrong = {n: sed.FrameScores(fs.scores[:, ::-1].copy(), fs.hop, C3) for n, fs in _scores(PSDS_REF).items()}
+    assert sed.psds(PSDS_REF, wrong, classes=C3).psds == pytest.approx(0.0, abs=1e-9)
+
+
+def test_psds_partial_between():
+    # Dog and Cat found, Speech never: with alpha_st = 0, PSDS = mean of per-class TPR = 2/3
+    sc = _scores(PSDS_REF)
+    for fs in sc.values():
+        fs.scores[:, 2] = 0.0
+    r = sed.psds(PSDS_REF, sc, classes=C3, alpha_st=0.0)
+    assert r.per_class["Speech"] == 0.0 and r.per_class["Dog"] == pytest.approx(1.0)
+    assert r.psds == pytest.approx(2 / 3)
+
+
+def test_psds_errors():
+    sc = _scores(PSDS_REF)
+    del sc["b.wav"]
+    with pytest.raises(ValueError, match="no scores for reference files: b.wav"):
+        sed.psds(PSDS_REF, sc, classes=C3)
+    with pytest.raises(ValueError, match="differ from"):
+        sed.psds(PSDS_REF, _scores(PSDS_REF), classes=("Dog", "Cat", "Speech"))
