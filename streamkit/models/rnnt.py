@@ -53,7 +53,6 @@ token per row, :meth:`RnntModel.joint` combines any broadcastable encoder/predic
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -63,7 +62,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from streamkit.core.errors import ModelError
+from streamkit.models.checkpoint import load_checkpoint, save_checkpoint
 from streamkit.models.rnnt_loss import rnnt_loss
 
 __all__ = [
@@ -410,21 +409,8 @@ def n_params(model: nn.Module) -> int:
 
 
 def save_model(path: str | Path, model: RnntModel, *, meta: Mapping[str, Any] | None = None) -> Path:
-    """Write ``{format, config, state_dict, meta}`` with ``torch.save`` (atomically)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    obj = {
-        "format": FORMAT,
-        "config": model.cfg.to_dict(),
-        "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
-        "meta": dict(meta or {}),
-    }
-    buf = io.BytesIO()
-    torch.save(obj, buf)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(buf.getvalue())
-    tmp.replace(path)
-    return path
+    """Write ``{format, config, state_dict, meta}`` atomically (:func:`streamkit.models.checkpoint.save_checkpoint`)."""
+    return save_checkpoint(path, FORMAT, model, model.cfg, meta=meta)
 
 
 def load_model(path: str | Path, *, expect: RnntConfig | Mapping[str, Any] | None = None) -> tuple[RnntModel, dict[str, Any]]:
@@ -436,32 +422,5 @@ def load_model(path: str | Path, *, expect: RnntConfig | Mapping[str, Any] | Non
         ModelError: missing, corrupt or foreign file; a config that is invalid or does not match
             ``expect``; a state dict that does not match the config.
     """
-    p = Path(path)
-    if not p.is_file():
-        raise ModelError(f"RNN-T weight file not found: {p}")
-    try:
-        obj = torch.load(p, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any unpickling/zip error means a corrupt file
-        raise ModelError(f"RNN-T weight file {p} is corrupt or not a torch file: {type(exc).__name__}: {exc}") from None
-    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
-        fmt = obj.get("format") if isinstance(obj, dict) else type(obj).__name__
-        raise ModelError(f"{p} is not an RNN-T weight file (format {fmt!r}, expected {FORMAT!r})")
-    try:
-        cfg = RnntConfig.from_dict(obj.get("config") or {})
-    except (TypeError, ValueError) as exc:
-        raise ModelError(f"{p}: invalid model config: {exc}") from None
-    if expect is not None:
-        try:
-            want = expect if isinstance(expect, RnntConfig) else RnntConfig.from_dict({**cfg.to_dict(), **dict(expect)})
-        except (TypeError, ValueError) as exc:
-            raise ModelError(f"invalid expected config: {exc}") from None
-        if want != cfg:
-            diff = {k: (getattr(want, k), getattr(cfg, k)) for k in want.to_dict() if getattr(cfg, k) != getattr(want, k)}
-            raise ModelError(f"{p}: weight file config does not match the requested one (requested, file): {diff}")
-    model = RnntModel(cfg)
-    try:
-        model.load_state_dict(obj["state_dict"], strict=True)
-    except (RuntimeError, KeyError, TypeError) as exc:
-        raise ModelError(f"{p}: weights do not match their config ({cfg.variant}): {str(exc).splitlines()[0]}") from None
-    model.eval()
+    model, _cfg, obj = load_checkpoint(path, fmt=FORMAT, what="RNN-T", article="an", from_dict=RnntConfig.from_dict, build=RnntModel, expect=expect)
     return model, dict(obj.get("meta") or {})

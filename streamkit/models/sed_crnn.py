@@ -66,7 +66,6 @@ module constants of the 8 kHz ASR front end. If ``features.log_mel`` took
 
 from __future__ import annotations
 
-import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
@@ -78,8 +77,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from streamkit.core.errors import ModelError
 from streamkit.data.sed_sources import CLASSES
+from streamkit.models.checkpoint import load_checkpoint, save_checkpoint
 from streamkit.models.features import mel_filterbank
 
 __all__ = [
@@ -453,56 +452,18 @@ def n_params(model: nn.Module) -> int:
 
 
 def save_model(path: str | Path, model: SedModel, *, meta: Mapping[str, Any] | None = None) -> Path:
-    """Write ``{format, config, state_dict, meta}`` with ``torch.save`` (atomically)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    obj = {
-        "format": FORMAT,
-        "config": model.cfg.to_dict(),
-        "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
-        "meta": dict(meta or {}),
-    }
-    buf = io.BytesIO()
-    torch.save(obj, buf)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(buf.getvalue())
-    tmp.replace(path)
-    return path
+    """Write ``{format, config, state_dict, meta}`` atomically (:func:`streamkit.models.checkpoint.save_checkpoint`)."""
+    return save_checkpoint(path, FORMAT, model, model.cfg, meta=meta)
 
 
 def load_model(path: str | Path, *, expect: SedConfig | Mapping[str, Any] | None = None) -> tuple[SedModel, dict[str, Any]]:
     """Load a file written by :func:`save_model`: ``(model in eval mode, meta)``.
 
+    ``expect``: a config (or some of its fields) the file must match.
+
     Raises:
         ModelError: missing, corrupt or foreign file; a config that is invalid or does not match
             ``expect``; a state dict that does not match the config.
     """
-    p = Path(path)
-    if not p.is_file():
-        raise ModelError(f"SED CRNN weight file not found: {p}")
-    try:
-        obj = torch.load(p, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any unpickling/zip error means a corrupt file
-        raise ModelError(f"SED CRNN weight file {p} is corrupt or not a torch file: {type(exc).__name__}: {exc}") from None
-    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
-        fmt = obj.get("format") if isinstance(obj, dict) else type(obj).__name__
-        raise ModelError(f"{p} is not a SED CRNN weight file (format {fmt!r}, expected {FORMAT!r})")
-    try:
-        cfg = SedConfig.from_dict(obj.get("config") or {})
-    except (TypeError, ValueError) as exc:
-        raise ModelError(f"{p}: invalid model config: {exc}") from None
-    if expect is not None:
-        try:
-            want = expect if isinstance(expect, SedConfig) else SedConfig.from_dict({**cfg.to_dict(), **dict(expect)})
-        except (TypeError, ValueError) as exc:
-            raise ModelError(f"invalid expected config: {exc}") from None
-        if want != cfg:
-            diff = {k: (getattr(want, k), getattr(cfg, k)) for k in want.to_dict() if getattr(cfg, k) != getattr(want, k)}
-            raise ModelError(f"{p}: weight file config does not match the requested one (requested, file): {diff}")
-    model = SedModel(cfg)
-    try:
-        model.load_state_dict(obj["state_dict"], strict=True)
-    except (RuntimeError, KeyError, TypeError) as exc:
-        raise ModelError(f"{p}: weights do not match their config: {str(exc).splitlines()[0]}") from None
-    model.eval()
+    model, _cfg, obj = load_checkpoint(path, fmt=FORMAT, what="SED CRNN", from_dict=SedConfig.from_dict, build=SedModel, expect=expect)
     return model, dict(obj.get("meta") or {})
