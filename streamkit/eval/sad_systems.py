@@ -27,7 +27,9 @@ Systems:
 * ``silero``: silero-vad (PyPI ``silero-vad``, MIT; the JIT model shipped inside the package, no
   download) at 8 kHz, 256-sample frames, one torch thread, raw probabilities (threshold 0.5, its
   default). Present only when the package is importable.
-* ``dnn``: not available yet; asking for it raises :class:`SystemUnavailable`.
+* ``dnn``: the CNN-GRU SAD (:func:`streamkit.models.sad_dnn.dnn_scores`, the shipped weights): 10 ms
+  frames (hop 80, win 200), scores after the 25-frame vote so that ``score > threshold`` is the
+  block's decision; default threshold the weights' dev-EER threshold.
 
 :func:`load_audio` reads any WAV/FLAC with soundfile, averages channels, and resamples to 8 kHz
 with soxr (HQ); NaN/inf samples raise, naming the file.
@@ -35,6 +37,7 @@ with soxr (HQ); NaN/inf samples raise, naming the file.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Callable
@@ -123,6 +126,31 @@ def _stat_c(x: np.ndarray) -> tuple[np.ndarray, int, int]:
     from streamkit.dsp.stat_sad import stat_sad_scores
 
     return stat_sad_scores(x, backend="c")
+
+
+def _dnn(x: np.ndarray) -> tuple[np.ndarray, int, int]:
+    from streamkit.models.sad_dnn import dnn_scores
+
+    return dnn_scores(x)
+
+
+_DNN_WEIGHTS = Path(__file__).resolve().parents[1] / "models" / "weights" / "sad_dnn.pt"
+
+
+def _dnn_threshold() -> float | None:
+    """The shipped DNN SAD's default threshold, or None when its weights are missing.
+
+    Read from the model card written next to the weights (``sad_dnn.json``), so that listing the
+    systems does not import torch; without a card, from the weight file itself.
+    """
+    if not _DNN_WEIGHTS.is_file():
+        return None
+    try:
+        return float(json.loads(_DNN_WEIGHTS.with_suffix(".json").read_text(encoding="utf-8"))["threshold"])
+    except (OSError, ValueError, KeyError, TypeError):
+        from streamkit.models.sad_dnn import default_threshold
+
+        return float(default_threshold())
 
 
 def _stat_threshold() -> float:
@@ -254,6 +282,11 @@ def _build() -> dict[str, SadSystem]:
     }
     if _have_native_stat_sad():
         systems["stat-c"] = SadSystem("stat-c", _stat_c, _stat_threshold(), "the same statistical SAD on its C kernel (native/stat_sad.c)")
+    dnn_thr = _dnn_threshold()
+    if dnn_thr is not None:
+        systems["dnn"] = SadSystem(
+            "dnn", _dnn, dnn_thr, "CNN-GRU SAD (models.sad_dnn, shipped weights), 10 ms frames, 25-frame vote, numba streaming engine"
+        )
     if _have_webrtcvad():
         for m in range(4):
             systems[f"webrtcvad{m}"] = SadSystem(f"webrtcvad{m}", _webrtc(m), 0.5, f"WebRTC VAD aggressiveness {m}, 30 ms frames, binary")
@@ -267,7 +300,7 @@ def _build() -> dict[str, SadSystem]:
 SYSTEMS: dict[str, SadSystem] = _build()
 
 _UNAVAILABLE = {
-    "dnn": "the DNN SAD is not implemented yet (issue #5)",
+    "dnn": "its weights are missing (streamkit/models/weights/sad_dnn.pt; train them with `streamkit train sad-dnn`)",
     "silero": "it needs the silero-vad package: pip install silero-vad (or streamkit[sad])",
 }
 

@@ -80,8 +80,8 @@ def test_sad_bad_input(corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixtu
     assert _sad([str(tmp_path / "missing.wav"), "--out", str(tmp_path / "o")]) == 2
     assert "path not found" in capsys.readouterr().err
     wav = sorted((corpus / "eval" / "audio").glob("*.wav"))[0]
-    assert _sad([str(wav), "--system", "dnn", "--out", str(tmp_path / "o")]) == 2
-    assert "#5" in capsys.readouterr().err
+    assert _sad([str(wav), "--system", "bogus", "--out", str(tmp_path / "o")]) == 2
+    assert "unknown SAD system 'bogus'" in capsys.readouterr().err
     bad = tmp_path / "nan.wav"
     z = np.zeros(8000, np.float32)
     z[100] = np.nan
@@ -122,7 +122,7 @@ def test_eval_sad_stat_energy(corpus: Path, tmp_path: Path, capsys: pytest.Captu
 
 def test_eval_sad_usage_errors(corpus: Path, tmp_path: Path) -> None:
     assert _eval(["--system", "stat", "--corpus", str(tmp_path / "nope"), "--out", str(tmp_path)]) == 2
-    assert _eval(["--system", "stat,dnn", "--corpus", str(corpus), "--out", str(tmp_path)]) == 2
+    assert _eval(["--system", "stat,webrtcvad", "--corpus", str(corpus), "--out", str(tmp_path)]) == 2
     assert _eval(["--system", "bogus", "--corpus", str(corpus), "--out", str(tmp_path)]) == 2
 
 
@@ -165,3 +165,22 @@ def test_silero_scores(corpus: Path) -> None:
     np.testing.assert_array_equal(s, s2)  # state reset between files: deterministic
     z, _, _ = ss.silero_scores(np.zeros(8000 * 5, np.float32))
     assert z.max() < 0.5
+
+
+def test_dnn_system_missing_weights(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Without its weight file the dnn system is refused with the training hint, not a crash."""
+    monkeypatch.setattr(ss, "_DNN_WEIGHTS", tmp_path / "none.pt")
+    assert ss._dnn_threshold() is None
+    monkeypatch.setattr(ss, "SYSTEMS", {k: v for k, v in ss.SYSTEMS.items() if k != "dnn"})
+    with pytest.raises(ss.SystemUnavailable, match="train sad-dnn"):
+        ss.get_system("dnn")
+
+
+@pytest.mark.skipif("dnn" not in ss.SYSTEMS, reason="no shipped DNN SAD weights")
+def test_dnn_scores_follow_the_block_threshold(corpus: Path) -> None:
+    wav = sorted((corpus / "eval" / "audio").glob("*.wav"))[0]
+    x = ss.load_audio(wav).x
+    sysd = ss.get_system("dnn")
+    s, hop, win = sysd.score_file(x)
+    assert (hop, win) == (80, 200) and len(s) == (len(x) - 200) // 80 + 1
+    assert 0 <= s.min() and s.max() <= 1 and (s > sysd.threshold).any()
