@@ -187,11 +187,11 @@ def cmd_eval(a: argparse.Namespace) -> int:
 # --- SAD choice of monitor/mic (--sad) ------------------------------------------------------------
 SAD_CHOICES = ["energy", "stat", "dnn", "both", "all"]
 SAD_HELP = ("speech activity detector: energy (baseline, default), stat (the statistical SAD, dsp.stat_sad), dnn (the CNN-GRU SAD, "
-            "models.sad_dnn), both (energy and stat) or all (energy, stat and dnn)")  # fmt: skip
+            "models.sad_dnn), both (stat and dnn) or all (energy, stat and dnn)")  # fmt: skip
 
 
 def _sad_detectors(choice: str) -> tuple[str, ...]:
-    return {"both": ("energy", "stat"), "all": ("energy", "stat", "dnn")}.get(choice, (choice,))
+    return {"both": ("stat", "dnn"), "all": ("energy", "stat", "dnn")}.get(choice, (choice,))
 
 
 # --- train sad-dnn (streamkit.models.train_sad_dnn) ---------------------------------------------

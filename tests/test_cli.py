@@ -152,15 +152,16 @@ def test_monitor_on_builtin_emulator(tmp_path):
     assert r.stdout.count("s of stream") == 3
 
 
-def test_monitor_with_the_statistical_sad(tmp_path):
-    r = run_cli("monitor", "--duration", "6", "--quiet", "--sad", "both", "--events", str(tmp_path), timeout=120)
+@pytest.mark.parametrize(("choice", "sources"), [("both", {"stat_sad", "dnn_sad"}), ("all", {"stat_sad", "dnn_sad", "vad"})])
+def test_monitor_with_the_statistical_and_dnn_sad(tmp_path, choice, sources):
+    r = run_cli("monitor", "--duration", "6", "--quiet", "--sad", choice, "--events", str(tmp_path), timeout=120)
     assert r.returncode == 0, r.stderr
     f = next(p for p in tmp_path.glob("*.jsonl") if "7100lsb" in p.name)
     segs = [json.loads(line) for line in f.read_text().splitlines() if json.loads(line)["kind"] == "vad.segment"]
-    by = {s["source"] for s in segs}
-    assert "stat_sad" in by and "vad" in by  # both detectors ran on the speech-like station
-    stat = [s["payload"] for s in segs if s["source"] == "stat_sad"]
-    assert any(p["start_s"] < 3.0 < p["end_s"] for p in stat)  # the burst at about 2-5.5 s of stream time
+    assert {s["source"] for s in segs} == sources  # every detector asked for ran on the speech-like station
+    for name in sources - {"vad"}:
+        found = [s["payload"] for s in segs if s["source"] == name]
+        assert any(p["start_s"] < 3.0 < p["end_s"] for p in found), name  # the burst at about 2-5.5 s of stream time
 
 
 def test_parser_builds_without_heavy_imports():
