@@ -647,14 +647,17 @@ class Runner:
         if ctx.added_tags:
             out_tags.extend(ctx.added_tags)
             ctx.added_tags = []
+        # the caller's list is shared by the parts of a call split at a gap: hand its tags on once
+        tags_now = list(out_tags)
+        out_tags.clear()
         if node.kind == SINK:
             return
-        if k == 0 and not out_tags:
+        if k == 0 and not tags_now:
             return
-        if out_tags:
+        if tags_now:
             last = max(out_start, out_stop - 1) if k else out_start
-            out_tags = [t if out_start <= t.offset <= last else Tag(min(max(t.offset, out_start), last), t.key, t.value) for t in out_tags]
-            out_tags.sort(key=_off)
+            tags_now = [t if out_start <= t.offset <= last else Tag(min(max(t.offset, out_start), last), t.key, t.value) for t in tags_now]
+            tags_now.sort(key=_off)
         if y is None:
             spec = node.out_spec
             assert spec is not None
@@ -664,7 +667,7 @@ class Runner:
         node.out_index = out_stop
         node.m.items_out += k
         for ch in node.children:
-            self._push(ch, out_start, y, out_tags)
+            self._push(ch, out_start, y, tags_now)
 
     def _consume(self, node: _Node, start: int, x: np.ndarray, tags: tuple[Tag, ...]) -> None:
         m = node.m

@@ -218,6 +218,22 @@ def test_reset_policy_splits_the_call_at_the_gap():
     assert [t.offset for t in out.tags if t.key == T.GAP] == [450]
 
 
+def test_tags_added_before_a_gap_split_are_sent_once():
+    """A call split at a gap (RESET) emits each part's added tags once, at their own offsets."""
+
+    class Marker(PassThrough):
+        on_gap = GapPolicy.RESET
+
+        def work(self, x: np.ndarray, ctx) -> np.ndarray:
+            ctx.add_tag(ctx.position, "user:call", int(ctx.position))
+            return x
+
+    x = np.arange(1000, dtype=np.float32)[:, None]
+    out = run_block(Marker(), x, rate=RATE, sizes=300, gaps=[(450, Gap(lost=5, cause=GapCause.SEQ_GAP))])
+    marks = [(t.offset, t.value) for t in out.tags if t.key == "user:call"]
+    assert marks == [(0, 0), (300, 300), (450, 450), (600, 600), (900, 900)]
+
+
 def test_zero_fill_policy_inserts_zeros_and_marks_them():
     class Filler(PassThrough):
         on_gap = GapPolicy.ZERO_FILL
