@@ -297,12 +297,12 @@ def test_training_lowers_loss(tmp_path: Path) -> None:
 
 
 def test_monitor_and_mic_wiring() -> None:
-    """`--sad dnn|all` puts models.sad_dnn after the level meter (fan-out, like dsp.stat_sad)."""
+    """`--sad dnn|both|all` puts models.sad_dnn after the level meter (fan-out, like dsp.stat_sad)."""
     from streamkit.cli import _sad_detectors, build_parser
     from streamkit.io.kiwi_source import parse_station
     from streamkit.monitor import build_station_graph
 
-    assert _sad_detectors("dnn") == ("dnn",) and _sad_detectors("all") == ("energy", "stat", "dnn") and _sad_detectors("both") == ("energy", "stat")
+    assert _sad_detectors("dnn") == ("dnn",) and _sad_detectors("all") == ("energy", "stat", "dnn") and _sad_detectors("both") == ("stat", "dnn")
     g = build_station_graph(parse_station("localhost:8073:7100:lsb"), detectors=("energy", "dnn"))
     assert isinstance(g.blocks["dnn_sad"], SadDnnBlock) and "vad" in g.blocks
     a = build_parser().parse_args(["mic", "--sad", "dnn"])
