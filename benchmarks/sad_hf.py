@@ -114,7 +114,8 @@ def streaming_rt(name: str, files: list[tuple[str, Path, Path]], chunk: int) -> 
     for _fid, apath, _r in files:
         x = ss.load_audio(apath).x
         block = BLOCKS[name]()
-        run = run_block(block, x, rate=ss.RATE, sizes=chunk)
+        run = run_block(block, x, rate=ss.RATE, sizes=chunk, chunk=chunk)
+        assert run.stats["blocks"][block.name or "dut"]["calls"] <= -(-len(x) // chunk) + 1, "chunks smaller than asked"
         m = run.stats["blocks"][block.name or "dut"]
         busy_ns += int((m["busy_ms"] + m["first_call_ms"]) * 1e6)  # first call kept in: the JIT is warm by now
         items += int(m["items_in"])

@@ -62,8 +62,13 @@ def run_block(
     error_policy: ErrorPolicy | None = ErrorPolicy.RAISE,
     seed: int = 0,
     mean_size: int = 64,
+    chunk: int | None = None,
 ) -> BlockRun:
-    """Run ``block`` alone on ``x`` and collect what comes out."""
+    """Run ``block`` alone on ``x`` and collect what comes out.
+
+    ``sizes`` are the source's chunk sizes, capped by the runner's read size ``chunk`` (default:
+    the runner's 20 ms); pass ``chunk`` to push larger chunks (e.g. to time a block at 100 ms).
+    """
     g = Graph("test")
     src = g.add(VectorSource(samples=x, rate=rate, sizes=sizes, tags=tags, gaps=gaps, seed=seed, mean_size=mean_size), name="src")
     g.add(block, name=block.name or "dut")
@@ -73,7 +78,7 @@ def run_block(
         sink = CollectSink()
         g.add(sink, name="sink")
         g.connect(block, sink)
-    r = Runner(g, keep_events=True, threaded_events=False, stats_interval_s=0, error_policy=error_policy)
+    r = Runner(g, chunk=chunk, keep_events=True, threaded_events=False, stats_interval_s=0, error_policy=error_policy)
     st = r.run()
     if sink is None:
         return BlockRun(np.zeros((0, 1), np.float32), [], r.events, st)
