@@ -142,8 +142,8 @@ def main() -> int:
         "seconds": a.seconds,
         "repeat": a.repeat,
         "threads": 1,
-        "audio": a.audio or "synthetic noise + harmonic bursts",
-        "weights": a.weights,
+        "audio": Path(a.audio).name if a.audio else "synthetic noise + harmonic bursts",  # no machine paths in results
+        "weights": Path(a.weights).name if a.weights else None,
         "config": loaded.cfg.to_dict(),
         "parameters": n_params(loaded.model),
         "rows": rows,

@@ -375,7 +375,6 @@ def finalize_model(ckpt: str | Path, out: str | Path, *, corpus_dir: str | Path,
             "rt_factor_offline_1thread": round((rt_dev + rt_ev) / 2, 5),
         },
         "training": {
-            "corpus": str(root),
             "corpus_command": manifest.get("command"),
             "corpus_seed": manifest.get("seed"),
             "seed": ck["seed"],
