@@ -39,7 +39,6 @@ convolution's weights and bias. Training uses :class:`SadDnn` (torch); both form
 
 from __future__ import annotations
 
-import io
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -54,6 +53,7 @@ from scipy.signal import get_window
 from torch import nn
 
 from streamkit.core.errors import ModelError
+from streamkit.models.checkpoint import load_checkpoint, save_checkpoint
 
 __all__ = [
     "RATE",
@@ -630,22 +630,8 @@ class LoadedSadDnn:
 
 
 def save_weights(path: str | Path, model: SadDnn, *, threshold: float = 0.5, meta: Mapping[str, Any] | None = None) -> Path:
-    """Write ``{format, config, state_dict, threshold, meta}`` with ``torch.save`` (atomically)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    obj = {
-        "format": FORMAT,
-        "config": model.cfg.to_dict(),
-        "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
-        "threshold": float(threshold),
-        "meta": dict(meta or {}),
-    }
-    buf = io.BytesIO()
-    torch.save(obj, buf)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(buf.getvalue())
-    tmp.replace(path)
-    return path
+    """Write ``{format, config, state_dict, threshold, meta}`` atomically (:func:`streamkit.models.checkpoint.save_checkpoint`)."""
+    return save_checkpoint(path, FORMAT, model, model.cfg, meta=meta, threshold=float(threshold))
 
 
 def load_weights(path: str | Path | None = None, *, expect: SadDnnConfig | Mapping[str, Any] | None = None) -> LoadedSadDnn:
@@ -656,27 +642,8 @@ def load_weights(path: str | Path | None = None, *, expect: SadDnnConfig | Mappi
             a state dict that does not match its own config.
     """
     p = Path(path) if path is not None else DEFAULT_WEIGHTS
-    if not p.is_file():
-        raise ModelError(f"SAD-DNN weight file not found: {p}" + (" (train one with `streamkit train sad-dnn`)" if path is None else ""))
-    try:
-        obj = torch.load(p, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any unpickling/zip error means a corrupt file
-        raise ModelError(f"SAD-DNN weight file {p} is corrupt or not a torch file: {type(exc).__name__}: {exc}") from None
-    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
-        fmt = obj.get("format") if isinstance(obj, dict) else type(obj).__name__
-        raise ModelError(f"{p} is not a SAD-DNN weight file (format {fmt!r}, expected {FORMAT!r})")
-    cfg = SadDnnConfig.from_dict(obj.get("config") or {})
-    if expect is not None:
-        want = expect if isinstance(expect, SadDnnConfig) else SadDnnConfig.from_dict({**cfg.to_dict(), **dict(expect)})
-        if want != cfg:
-            diff = {k: (v, getattr(cfg, k)) for k, v in want.__dict__.items() if getattr(cfg, k) != v}
-            raise ModelError(f"{p}: weight file config does not match the requested one (requested, file): {diff}")
-    model = SadDnn(cfg)
-    try:
-        model.load_state_dict(obj["state_dict"], strict=True)
-    except (RuntimeError, KeyError, TypeError) as exc:
-        raise ModelError(f"{p}: weights do not match their config {cfg.to_dict()}: {str(exc).splitlines()[0]}") from None
-    model.eval()
+    hint = " (train one with `streamkit train sad-dnn`)" if path is None else ""
+    model, cfg, obj = load_checkpoint(p, fmt=FORMAT, what="SAD-DNN", from_dict=SadDnnConfig.from_dict, build=SadDnn, expect=expect, missing_hint=hint)
     thr = float(obj.get("threshold", 0.5))
     return LoadedSadDnn(cfg, model, fold(model), thr, dict(obj.get("meta") or {}), str(p))
 
