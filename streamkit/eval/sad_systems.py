@@ -49,6 +49,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from streamkit.core.errors import StreamkitError
+from streamkit.models import SAD_DNN_WEIGHTS
 
 RATE = 8000
 
@@ -134,7 +135,7 @@ def _dnn(x: np.ndarray) -> tuple[np.ndarray, int, int]:
     return dnn_scores(x)
 
 
-_DNN_WEIGHTS = Path(__file__).resolve().parents[1] / "models" / "weights" / "sad_dnn.pt"
+_DNN_WEIGHTS = SAD_DNN_WEIGHTS
 
 
 def _dnn_threshold() -> float | None:

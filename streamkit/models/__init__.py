@@ -7,3 +7,9 @@ Models are kept apart from the blocks that stream them (``shared/design.md``). A
   :mod:`streamkit.models.sad_dnn_block` is its block ``models.sad_dnn``, and
   :mod:`streamkit.models.train_sad_dnn` its training recipe (``streamkit train sad-dnn``).
 """
+
+from pathlib import Path
+
+#: the shipped CNN-GRU SAD weights (here, torch-free, so that callers can look for them cheaply);
+#: the model card ``sad_dnn.json`` lies next to them
+SAD_DNN_WEIGHTS = Path(__file__).resolve().parent / "weights" / "sad_dnn.pt"

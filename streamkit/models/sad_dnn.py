@@ -53,6 +53,7 @@ from scipy.signal import get_window
 from torch import nn
 
 from streamkit.core.errors import ModelError
+from streamkit.models import SAD_DNN_WEIGHTS
 from streamkit.models.checkpoint import load_checkpoint, save_checkpoint
 
 __all__ = [
@@ -85,7 +86,7 @@ N_FFT = 256  #: [CODE] sad-spec §2.1
 N_BINS = N_FFT // 2 + 1  #: 129
 FORMAT = "streamkit-sad-dnn/1"
 #: the shipped weights (loaded by the block by default); the model card is ``sad_dnn.json`` next to it
-DEFAULT_WEIGHTS = Path(__file__).resolve().parent / "weights" / "sad_dnn.pt"
+DEFAULT_WEIGHTS = SAD_DNN_WEIGHTS
 
 
 @dataclass(frozen=True)
