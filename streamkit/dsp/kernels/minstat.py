@@ -1,6 +1,6 @@
 """Kernels of the statistical SAD: minimum-statistics noise PSD, multi-stage Wiener, LPC, scores.
 
-All functions are ``@njit(cache=True, nogil=True)``, work in float64 and keep their state in
+All functions are ``@njit(cache=True, nogil=True, error_model="numpy")`` (see ``_JIT``), work in float64 and keep their state in
 explicit arrays updated in place, so a stream processed in batches of any size is bit-identical
 to one batch (the recursions run frame by frame, sums run over bins in a fixed order).
 
@@ -53,6 +53,12 @@ import numpy as np
 #: "no NaN / no inf" assumptions (the minima start at +inf). Deterministic for a given build, so
 #: batch size never changes a result.
 _FM = {"contract", "reassoc", "arcp", "nsz"}
+
+#: jit options of every kernel. ``error_model="numpy"``: a float division by zero gives inf/NaN
+#: instead of a Python ZeroDivisionError; the check numba inserts otherwise sits in every per-bin
+#: loop and stops LLVM from vectorising them (the kernels floor every divisor, so no division by
+#: zero happens). Measured on the statistical-SAD kernel: 11.3 -> 3.4 us per frame.
+_JIT = {"cache": True, "nogil": True, "fastmath": _FM, "error_model": "numpy"}
 
 #: Martin 2006, Table 5 (as in VOICEBOX ``mhvals``): (D, M(D)); linear interpolation in sqrt(D)
 _MH_TABLE = np.array(
@@ -123,7 +129,7 @@ def minstat_state(n_bins: int, subwindows: int = 8) -> tuple[np.ndarray, np.ndar
     return np.zeros((8, n_bins)), np.full((int(subwindows), n_bins), np.inf), np.zeros(4)
 
 
-@nb.njit(cache=True, nogil=True, fastmath=_FM)
+@nb.njit(**_JIT)
 def minstat_frame(yft: np.ndarray, vec: np.ndarray, buf: np.ndarray, scal: np.ndarray, par: np.ndarray, qeqi: np.ndarray,
                   kmod: np.ndarray) -> None:  # fmt: skip
     """One frame of Martin's recursion on the periodogram ``yft`` (K,), state in place.
@@ -245,7 +251,7 @@ def minstat_frame(yft: np.ndarray, vec: np.ndarray, buf: np.ndarray, scal: np.nd
     scal[1] = subwc + 1.0
 
 
-@nb.njit(cache=True, nogil=True, fastmath=_FM)
+@nb.njit(**_JIT)
 def minstat_track(y2: np.ndarray, vec: np.ndarray, buf: np.ndarray, scal: np.ndarray, par: np.ndarray, noise: np.ndarray) -> None:
     """Run the tracker over ``k`` frames ``y2`` (k, K) (> 0, finite); noise estimates into ``noise`` (k, K)."""
     k, K = y2.shape
@@ -269,7 +275,7 @@ F_START, F_A1 = 0, 1
 F_BANDS = 2
 
 
-@nb.njit(cache=True, nogil=True, fastmath=_FM)
+@nb.njit(**_JIT)
 def stat_sad_batch(y2: np.ndarray, gammas: np.ndarray, hp_w: np.ndarray, lpc_w: np.ndarray, lpc_c: np.ndarray, bands: np.ndarray, cfg: np.ndarray,
                    ms_vec: np.ndarray, ms_buf: np.ndarray, ms_scal: np.ndarray, ms_par: np.ndarray, fst: np.ndarray,
                    scores: np.ndarray) -> None:  # fmt: skip
@@ -426,7 +432,7 @@ def stat_sad_batch(y2: np.ndarray, gammas: np.ndarray, hp_w: np.ndarray, lpc_w: 
         scores[j] = bs[need - 1]
 
 
-@nb.njit(cache=True, nogil=True, fastmath=_FM)
+@nb.njit(**_JIT)
 def hysteresis(scores: np.ndarray, on: float, off: float, state: np.ndarray, out: np.ndarray) -> None:
     """Frame decisions: speech when score > ``on`` (after non-speech) or > ``off`` (after speech).
 
@@ -469,7 +475,7 @@ def rfft_tables(n_fft: int, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
     return rev, tw
 
 
-@nb.njit(cache=True, nogil=True, fastmath=_FM)
+@nb.njit(**_JIT)
 def rfft_power(v: np.ndarray, off: int, win: np.ndarray, rev: np.ndarray, tw: np.ndarray, norm: float, zr: np.ndarray, zi: np.ndarray,
                out: np.ndarray) -> None:  # fmt: skip
     """``out[k] = |X[k]|^2 * norm``, k < len(out), X the ``2 * len(rev)``-point DFT of ``v[off:off+W] * win`` zero-padded.
@@ -535,7 +541,7 @@ def frames_needed(carry: int, n_new: int, win: int, hop: int) -> int:
     return (n - win) // hop + 1 if n >= win else 0
 
 
-@nb.njit(cache=True, nogil=True, fastmath=_FM)
+@nb.njit(**_JIT)
 def stat_sad_frames(x: np.ndarray, whole0: bool, hop_in: int, sbuf: np.ndarray, fe: np.ndarray, hop: int, win: np.ndarray, rev: np.ndarray,
                     tw: np.ndarray, norm: float, y2: np.ndarray) -> tuple[int, int]:  # fmt: skip
     """Append new samples, compute the periodograms of the completed frames into ``y2[:m]``.
@@ -591,7 +597,7 @@ def decision_capacity(dst: np.ndarray, k: int, look: int) -> int:
     return int(dst[DS_NDEC]) + k + 2 * look + 1
 
 
-@nb.njit(cache=True, nogil=True, fastmath=_FM)
+@nb.njit(**_JIT)
 def vote_decide(scores: np.ndarray, final: bool, dpar: np.ndarray, dst: np.ndarray, pdec: np.ndarray, psc: np.ndarray, out: np.ndarray,
                 edges: np.ndarray) -> tuple[int, int]:  # fmt: skip
     """Frame decisions of the block: hysteresis, the centred ">= vote_min of 2D+1" vote, segment edges.
@@ -699,7 +705,7 @@ def vote_decide(scores: np.ndarray, final: bool, dpar: np.ndarray, dst: np.ndarr
     return n, ne
 
 
-@nb.njit(cache=True, nogil=True, fastmath=_FM)
+@nb.njit(**_JIT)
 def stat_sad_step(x: np.ndarray, whole0: bool, hop_in: int, sbuf: np.ndarray, fe: np.ndarray, hop: int, win: np.ndarray, rev: np.ndarray,
                   tw: np.ndarray, norm: float, y2: np.ndarray, scores: np.ndarray, gammas: np.ndarray, hp_w: np.ndarray, lpc_w: np.ndarray,
                   lpc_c: np.ndarray, bands: np.ndarray, cfg: np.ndarray, ms_vec: np.ndarray, ms_buf: np.ndarray, ms_scal: np.ndarray,
