@@ -1,0 +1,815 @@
+"""Training recipe of the SED CRNN: ``streamkit train sed --corpus DIR --method M --out PATH``.
+
+The six methods of Park et al. (DCASE 2019 task 4; ``../shared/papers/sed-tri-training-adversarial.txt``,
+Table 1) on a ``streamkit corpus sed`` corpus: ``baseline``, ``adv-whole``, ``adv-time``, ``tri``,
+``adv-whole+tri``, ``adv-time+tri``. Model and losses: :mod:`streamkit.models.sed_crnn`,
+:mod:`streamkit.models.sed_losses`; post-processing: :mod:`streamkit.models.sed_post`.
+
+Data
+----
+* Subsets: ``synthetic`` (S, strong labels), ``weak`` (W, clip tags), ``unlabelled`` (U),
+  ``validation`` (model selection) and ``eval`` (scored once, for the model card). The last
+  ``--synthetic-holdout`` clips of S (default 200, by file name; every clip has its own random
+  stream, so they are a random sample) are **not trained on**: they are the synthetic-domain test
+  set that shows the synthetic-to-real gap.
+* Features: 128-bin log-mel (:func:`streamkit.models.sed_crnn.log_mel`, 16 kHz, hop 256) computed
+  **once** per corpus and feature config and cached as float16 ``.npy`` files (``--cache``, default
+  ``<corpus>/features``) with a JSON sidecar (file names, sizes, feature config); a stale or
+  foreign cache is rebuilt. Input normalisation: per-bin mean/std over the labelled training clips (S, W), the same for every method.
+* Targets: S frames by :func:`events_to_frames` (frame centre inside an event) and S clips by the
+  classes present; W clips by their tags; U nothing (``baseline`` and ``adv-*`` never see U's
+  labels; tri-training gives it pseudo-labels).
+
+Steps and methods
+-----------------
+Every step takes ``--batch-size`` clips from S and from W and, for methods that use U (the
+adversarial ones, through D; the tri-training ones in their final stage), from U: each subset is
+an endless sequence of permutations drawn from ``(seed, subset, round)``, so the data order is a
+function of the step number only (exact ``--resume``). An epoch is ``len(S_train) // batch``
+steps. Every method gets the **same number of steps** (``--epochs``).
+
+* ``baseline``: ``L_y`` of Ft on S (frame + clip) and W (clip) (paper eq. 1-3).
+* ``adv-whole`` / ``adv-time``: + ``L_d`` (eq. 4) of D (one logit per clip / per frame) on S
+  (synthetic) vs W and U (real), through the gradient reversal layer; the GRL factor follows
+  Ganin and Lempitsky's schedule ``alpha_p = alpha (2 / (1 + exp(-10 p)) - 1)``, ``p`` the
+  training progress (``--grl-schedule const`` keeps ``alpha``).
+* ``tri`` (Algorithm 1): the first ``--tri-split`` of the epochs (default half) train F, F1, F2,
+  Ft (+ D) on S and W with the orthogonality regulariser (eq. 8, lambda 1); then F1 and F2
+  pseudo-label W and U once (frames and classes where both are > 0.5 or both < 0.5; W keeps its
+  tags as clip targets and frames of absent classes are negatives); the rest of the epochs train
+  F, Ft (+ D) on S, W with its pseudo-labels and U with its pseudo-labels.
+* ``adv-*+tri``: tri-training with D trained in both stages.
+
+Adam, lr 1e-3, betas (0.9, 0.999) (paper §4.2).
+
+Model selection and evaluation
+------------------------------
+At the end of every epoch Ft is scored on the validation set (real domain, strong labels): frame
+probabilities, per-class median filter (``--median-s``, default 0.45 s = 7 frames), threshold
+0.5, events (:func:`streamkit.models.sed_post.frames_to_events`), event-based macro F1 (sed_eval,
+200 ms collars, offset collar max(200 ms, 20 %)). The best state by that F1 is kept (for the
+tri-training methods among the final-stage epochs only, so the kept Ft has learnt from the
+pseudo-labels; the labeler-stage scores are in the history). The weight file holds that state; the
+model card (``<out>.json``) has the method, config, parameters, corpus command, steps, wall time,
+history, and validation / eval / synthetic hold-out event F1, segment F1 (1 s) and PSDS
+(scenario 1, sed_scores_eval). No absolute machine paths are written.
+
+Checkpoints (model, optimiser, torch RNG, step, pseudo-labels, best state, history) are written
+atomically every ``--ckpt-minutes`` and after every validation; ``--resume`` continues exactly
+(the same weights as an uninterrupted run, single thread).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from streamkit.models.sed_crnn import SedConfig, SedModel, events_to_frames, log_mel, n_input_frames, n_params, save_model
+from streamkit.models.sed_losses import METHODS, SedTargets, heads_for, parse_method, pseudo_label_batch, sed_loss, stages
+from streamkit.models.sed_post import DEFAULT_THRESHOLD, frame_times, frames_to_events, median_frames
+
+__all__ = [
+    "PRESETS",
+    "CorpusError",
+    "SedCorpus",
+    "TrainOptions",
+    "add_arguments",
+    "config_from_args",
+    "predict_frames",
+    "run_from_args",
+    "score_probs",
+    "train",
+]
+
+CKPT_FORMAT = "streamkit-sed-train/1"
+CACHE_FORMAT = "streamkit-sed-features/1"
+SUBSETS = ("synthetic", "weak", "unlabelled", "validation", "eval")
+
+#: model sizes; ``small`` is what fits the 2-core training budget (see the model card / README)
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper": {},  # SedConfig defaults: DCASE 2020 layout, 7 blocks (16, 32, 64 x 5), BiGRU 2 x 64
+    "small": dict(channels=(4, 16, 32, 32, 32, 32), pool_time=(2, 2, 1, 1, 1, 1), pool_freq=(4, 2, 2, 2, 2, 2), rnn_hidden=32),
+    "tiny": dict(n_mels=32, channels=(4, 8, 8), pool_time=(2, 2, 1), pool_freq=(2, 4, 4), rnn_hidden=8, rnn_layers=1, domain_hidden=8),
+}
+
+
+class CorpusError(ValueError):
+    """A missing, incomplete or corrupt corpus (or feature cache)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# corpus and feature cache
+# ------------------------------------------------------------------------------------------------
+
+
+def _feature_key(cfg: SedConfig) -> dict[str, Any]:
+    return {"rate": cfg.rate, "n_mels": cfg.n_mels, "n_fft": cfg.n_fft, "hop": cfg.hop, "f_min": cfg.f_min, "f_max": cfg.f_max}
+
+
+class SedCorpus:
+    """A ``streamkit corpus sed`` directory: file lists, labels, cached features."""
+
+    def __init__(self, root: str | Path, cache: str | Path | None = None) -> None:
+        from streamkit.eval.sed import read_strong_tsv, read_weak_tsv
+
+        self.root = Path(root)
+        if not self.root.is_dir():
+            raise CorpusError(f"corpus directory not found: {self.root} (make one with `streamkit corpus sed --out DIR`)")
+        mpath = self.root / "manifest.json"
+        if not mpath.is_file():
+            raise CorpusError(f"{self.root}: no manifest.json; not a `streamkit corpus sed` corpus (or its generation did not finish)")
+        try:
+            self.manifest = json.loads(mpath.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise CorpusError(f"{mpath}: unreadable manifest: {e}") from None
+        if not isinstance(self.manifest, dict) or not str(self.manifest.get("format", "")).startswith("streamkit-sed-corpus/"):
+            raise CorpusError(f"{mpath}: not a `streamkit corpus sed` manifest (format {self.manifest.get('format')!r})")
+        self.rate = int(self.manifest.get("rate", 16000))
+        self.clip_s = float(self.manifest.get("clip_s", 10.0))
+        self.cache = Path(cache) if cache is not None else self.root / "features"
+        self.files: dict[str, list[str]] = {}
+        self.strong: dict[str, dict[str, list[Any]]] = {}
+        self.weak: dict[str, frozenset[str]] = {}
+        for sub in SUBSETS:
+            d = self.root / sub
+            if not (d / "audio").is_dir():
+                continue
+            wavs = sorted(p.name for p in (d / "audio").glob("*.wav"))
+            lab = d / "labels.tsv"
+            if not lab.is_file():
+                raise CorpusError(f"{d}: missing labels.tsv")
+            try:
+                if sub in ("synthetic", "validation", "eval"):
+                    ev = read_strong_tsv(lab)
+                    listed = set(ev)
+                    self.strong[sub] = {f: ev.get(f, []) for f in wavs}
+                elif sub == "weak":
+                    self.weak = read_weak_tsv(lab)
+                    listed = set(self.weak)
+                else:
+                    lines = [x.strip() for x in lab.read_text(encoding="utf-8").splitlines()[1:] if x.strip()]
+                    listed = set(lines)
+            except (ValueError, OSError) as e:
+                raise CorpusError(f"corpus labels: {e}") from None
+            missing = sorted(listed - set(wavs))
+            if missing:
+                raise CorpusError(f"{lab}: {len(missing)} labelled files missing from {d / 'audio'} (e.g. {missing[0]})")
+            if sub in ("weak", "unlabelled") and set(wavs) - listed:
+                extra = sorted(set(wavs) - listed)
+                raise CorpusError(f"{lab}: {len(extra)} audio files without a label row (e.g. {extra[0]})")
+            self.files[sub] = wavs
+
+    def require(self, *subsets: str) -> None:
+        for s in subsets:
+            if not self.files.get(s):
+                raise CorpusError(f"{self.root}: subset {s!r} is missing or empty")
+
+    def corpus_command(self) -> str | None:
+        """The generating command with the output directory replaced by ``DIR`` (no machine paths)."""
+        cmd = self.manifest.get("command")
+        if not cmd:
+            return None
+        return re.sub(r"--out\s+\S+", "--out DIR", str(cmd))
+
+    def n_frames(self, cfg: SedConfig) -> int:
+        return n_input_frames(int(round(self.clip_s * cfg.rate)), cfg)
+
+    def features(self, subset: str, cfg: SedConfig, *, progress: bool = True) -> np.ndarray:
+        """(N, T, n_mels) float16 log-mel of a subset (cached; computed on first use)."""
+        import soundfile as sf
+
+        if cfg.rate != self.rate:
+            raise CorpusError(f"model rate {cfg.rate} Hz differs from the corpus rate {self.rate} Hz")
+        files = self.files.get(subset)
+        if not files:
+            raise CorpusError(f"{self.root}: subset {subset!r} is missing or empty")
+        audio = self.root / subset / "audio"
+        sizes = [(audio / f).stat().st_size for f in files]
+        key = _feature_key(cfg)
+        t_in = self.n_frames(cfg)
+        digest = hashlib.sha1(json.dumps([key, files, sizes]).encode()).hexdigest()[:12]
+        npy = self.cache / f"{subset}.mel{cfg.n_mels}.{digest}.npy"
+        side = npy.with_suffix(".json")
+        if npy.is_file() and side.is_file():
+            try:
+                meta = json.loads(side.read_text(encoding="utf-8"))
+                arr = np.load(npy, mmap_mode="r")
+                if meta.get("format") == CACHE_FORMAT and meta.get("files") == files and meta.get("sizes") == sizes and arr.shape == (len(files), t_in, cfg.n_mels):
+                    return np.asarray(arr)
+            except (OSError, ValueError):
+                pass  # rebuilt below
+        self.cache.mkdir(parents=True, exist_ok=True)
+        out = np.zeros((len(files), t_in, cfg.n_mels), dtype=np.float16)
+        it: Any = range(len(files))
+        if progress:
+            from tqdm import tqdm
+
+            it = tqdm(it, desc=f"log-mel {subset}", file=sys.stderr, mininterval=1.0 if sys.stderr.isatty() else 30.0, leave=False)
+        for i in it:
+            p = audio / files[i]
+            try:
+                x, sr = sf.read(str(p), dtype="float32", always_2d=True)
+            except Exception as e:  # noqa: BLE001 - soundfile raises several types for broken files
+                raise CorpusError(f"{p}: unreadable audio: {type(e).__name__}: {e}") from None
+            if sr != cfg.rate:
+                raise CorpusError(f"{p}: {sr} Hz, expected {cfg.rate}")
+            f = log_mel(torch.from_numpy(x.mean(axis=1)), cfg).numpy()
+            n = min(t_in, f.shape[0])
+            out[i, :n] = f[:n]
+            if n < t_in:  # a shorter clip: repeat its quietest value (log floor) rather than zeros
+                out[i, n:] = f.min() if f.size else np.log(1e-10)
+        tmp = npy.with_name(f"{npy.name}.{os.getpid()}.tmp.npy")
+        np.save(tmp, out)
+        os.replace(tmp, npy)
+        side.write_text(json.dumps({"format": CACHE_FORMAT, "feature": key, "frames": t_in, "files": files, "sizes": sizes}), encoding="utf-8")
+        return out
+
+
+# ------------------------------------------------------------------------------------------------
+# options
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TrainOptions:
+    method: str = "baseline"
+    epochs: int = 4
+    minutes: float | None = None
+    seed: int = 0
+    batch: int = 6
+    lr: float = 1e-3
+    threads: int = 1
+    tri_split: float = 0.5
+    grl_schedule: str = "ganin"
+    synthetic_holdout: int = 200
+    median_s: float = 0.45
+    threshold: float = DEFAULT_THRESHOLD
+    ckpt_minutes: float = 3.0
+    max_steps: int | None = None  #: stop (checkpoint, no weights) after this many steps: for tests and interrupted runs
+    val_limit: int | None = None
+    psds: bool = True
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What a resumed run must share with the checkpoint."""
+        return {k: getattr(self, k) for k in ("method", "epochs", "seed", "batch", "lr", "tri_split", "grl_schedule", "synthetic_holdout")}
+
+
+def _stream(seed: int, tag: int, n: int, start: int, count: int) -> np.ndarray:
+    """Items ``start .. start+count-1`` of an endless sequence of permutations of ``range(n)``."""
+    out = np.empty(count, dtype=np.int64)
+    pos, k, perm_r, perm = start, 0, -1, None
+    while k < count:
+        r, i = divmod(pos, n)
+        if r != perm_r:
+            perm = np.random.default_rng(np.random.SeedSequence([seed, tag, r])).permutation(n)
+            perm_r = r
+        take = min(count - k, n - i)
+        out[k : k + take] = perm[i : i + take]  # type: ignore[index]
+        k += take
+        pos += take
+    return out
+
+
+def _save_atomic(path: Path, obj: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def _grl(schedule: str, alpha: float, progress: float) -> float:
+    if schedule == "const":
+        return alpha
+    return alpha * (2.0 / (1.0 + math.exp(-10.0 * progress)) - 1.0)
+
+
+# ------------------------------------------------------------------------------------------------
+# prediction and scoring (shared with benchmarks/sed_table1.py)
+# ------------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def predict_frames(model: SedModel, feats: np.ndarray, batch: int = 32, head: str = "ft") -> np.ndarray:
+    """(N, T', K) frame probabilities of one head (eval mode) for (N, T, n_mels) features."""
+    was = model.training
+    model.eval()
+    out = []
+    try:
+        for i in range(0, feats.shape[0], batch):
+            x = torch.from_numpy(np.asarray(feats[i : i + batch], dtype=np.float32))
+            out.append(model(x, heads=(head,))[head]["frame"].numpy())
+    finally:
+        model.train(was)
+    return np.concatenate(out) if out else np.zeros((0, 0, model.cfg.n_classes), np.float32)
+
+
+def score_probs(
+    probs: np.ndarray,
+    files: Sequence[str],
+    reference: dict[str, list[Any]],
+    cfg: SedConfig,
+    *,
+    median_s: float = 0.45,
+    threshold: float = DEFAULT_THRESHOLD,
+    clip_s: float = 10.0,
+    psds: bool = False,
+) -> dict[str, Any]:
+    """Event-/segment-based macro F1 (%), error rates and optionally PSDS1 of frame probabilities."""
+    from streamkit.eval.sed import Event, FrameScores, event_based, segment_based
+    from streamkit.eval.sed import psds as psds_fn
+
+    med = median_frames(median_s, cfg.frame_seconds)
+    est: dict[str, list[Any]] = {}
+    for f, p in zip(files, probs):
+        est[f] = [Event(f, on, off, lab) for lab, on, off, _c in frames_to_events(p, cfg, median=med, threshold=threshold)]
+    ref = {f: list(reference.get(f, [])) for f in files}
+    ev = event_based(ref, est, classes=cfg.classes, files=files)
+    seg = segment_based(ref, est, classes=cfg.classes, durations={f: clip_s for f in files}, files=files)
+    out: dict[str, Any] = {
+        "files": len(files),
+        "event_f1": round(100 * ev.macro_f1, 2),
+        "event_micro_f1": round(100 * ev.micro_f1, 2),
+        "event_er": round(ev.error_rate, 4),
+        "segment_f1": round(100 * seg.macro_f1, 2),
+        "segment_micro_f1": round(100 * seg.micro_f1, 2),
+        "segment_er": round(seg.error_rate, 4),
+        "event_f1_per_class": {c: (round(100 * s.f1, 2) if s.f1 == s.f1 else None) for c, s in ev.per_class.items()},
+        "post": {"median_frames": med, "median_s": round(med * cfg.frame_seconds, 3), "threshold": threshold},
+    }
+    if psds:
+        start = float(frame_times(0, cfg)[0])
+        scores = {f: FrameScores(p, hop=cfg.frame_seconds, classes=tuple(cfg.classes), start=start) for f, p in zip(files, probs)}
+        try:
+            r = psds_fn(ref, scores, classes=cfg.classes)
+            out["psds1"] = round(r.psds, 4)
+        except Exception as e:  # noqa: BLE001 - PSDS is an extra column; report why it is missing
+            out["psds1"] = None
+            out["psds1_error"] = f"{type(e).__name__}: {e}"
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# training
+# ------------------------------------------------------------------------------------------------
+
+
+class _Data:
+    """Features and targets of the training subsets, validation set."""
+
+    def __init__(self, corpus: SedCorpus, cfg: SedConfig, opts: TrainOptions, quiet: bool) -> None:
+        corpus.require("synthetic", "weak", "validation")
+        adv, tri = parse_method(opts.method)
+        self.uses_u = adv is not None or tri
+        if self.uses_u:
+            corpus.require("unlabelled")
+        s_files = corpus.files["synthetic"]
+        hold = int(opts.synthetic_holdout)
+        if hold < 0 or hold >= len(s_files):
+            raise CorpusError(f"--synthetic-holdout {hold} leaves no synthetic training clip ({len(s_files)} clips)")
+        self.n_s = len(s_files) - hold
+        if self.n_s < opts.batch:
+            raise CorpusError(f"{self.n_s} synthetic training clips, fewer than --batch-size {opts.batch}")
+        prog = not quiet
+        s_all = corpus.features("synthetic", cfg, progress=prog)
+        self.S = s_all[: self.n_s]
+        self.W = corpus.features("weak", cfg, progress=prog)
+        self.U = corpus.features("unlabelled", cfg, progress=prog) if self.uses_u else None
+        vfiles = corpus.files["validation"][: opts.val_limit]
+        self.V = corpus.features("validation", cfg, progress=prog)[: len(vfiles)]
+        self.v_files = vfiles
+        self.v_ref = corpus.strong["validation"]
+        t_out = self.S.shape[1] // cfg.time_pool
+        self.t_out = t_out
+        k = cfg.n_classes
+        index = {c: i for i, c in enumerate(cfg.classes)}
+        self.s_frame = np.zeros((self.n_s, t_out, k), np.uint8)
+        self.s_clip = np.zeros((self.n_s, k), np.float32)
+        for i, f in enumerate(s_files[: self.n_s]):
+            evs = [(e.event_label, e.onset, e.offset) for e in corpus.strong["synthetic"][f]]
+            self.s_frame[i] = events_to_frames(evs, t_out, cfg).numpy().astype(np.uint8)
+            for lab, _, _ in evs:
+                self.s_clip[i, index[lab]] = 1.0
+        self.w_clip = np.zeros((len(corpus.files["weak"]), k), np.float32)
+        for i, f in enumerate(corpus.files["weak"]):
+            for lab in corpus.weak.get(f, ()):
+                self.w_clip[i, index[lab]] = 1.0
+
+    def norm_stats(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per-bin mean/std over the labelled training clips S and W (every 4th frame, float64): the same
+        statistics for every method (the baseline never sees U)."""
+        parts = [self.S, self.W]
+        s = np.zeros(self.S.shape[2])
+        s2 = np.zeros(self.S.shape[2])
+        n = 0
+        for a in parts:
+            for i in range(0, a.shape[0], 256):
+                x = np.asarray(a[i : i + 256, ::4], dtype=np.float64).reshape(-1, a.shape[2])
+                s += x.sum(0)
+                s2 += np.square(x).sum(0)
+                n += x.shape[0]
+        mean = s / n
+        return mean, np.sqrt(np.maximum(s2 / n - mean**2, 1e-10))
+
+
+def _pseudo_label_all(model: SedModel, feats: np.ndarray, tags: np.ndarray | None, batch: int = 32) -> tuple[np.ndarray, np.ndarray]:
+    """int8 frame (N, T', K) and clip (N, K) pseudo-labels: 1, 0 or -1 (no label)."""
+    frames, clips = [], []
+    for i in range(0, feats.shape[0], batch):
+        x = torch.from_numpy(np.asarray(feats[i : i + batch], dtype=np.float32))
+        ct = None if tags is None else torch.from_numpy(tags[i : i + batch])
+        pl = pseudo_label_batch(model, x, clip_tags=ct)
+        frames.append(torch.where(pl["frame_mask"] > 0, pl["frame"], torch.full_like(pl["frame"], -1)).to(torch.int8).numpy())
+        clips.append(torch.where(pl["clip_mask"] > 0, pl["clip"], torch.full_like(pl["clip"], -1)).to(torch.int8).numpy())
+    return np.concatenate(frames), np.concatenate(clips)
+
+
+def train(
+    corpus_dir: str | Path,
+    out: str | Path,
+    opts: TrainOptions | None = None,
+    *,
+    cfg: SedConfig | None = None,
+    resume: bool = False,
+    ckpt: str | Path | None = None,
+    cache: str | Path | None = None,
+    quiet: bool = False,
+    on_step: Callable[[int, dict[str, float]], None] | None = None,
+) -> dict[str, Any]:
+    """Train (or continue) one method; unless stopped by ``max_steps``, write the weights and card.
+
+    Returns ``{"state": summary, "card": card or None, "finished": bool}``.
+    """
+    opts = opts or TrainOptions()
+    adv, tri = parse_method(opts.method)
+    cfg = cfg or SedConfig(**PRESETS["small"])
+    if opts.epochs < 1:
+        raise ValueError(f"--epochs must be >= 1, got {opts.epochs}")
+    if opts.batch < 1:
+        raise ValueError(f"--batch-size must be >= 1, got {opts.batch}")
+    if tri and not 0.0 < opts.tri_split < 1.0:
+        raise ValueError(f"--tri-split must be in (0, 1), got {opts.tri_split}")
+    out = Path(out)
+    ckpt_p = Path(ckpt) if ckpt is not None else out.with_name(out.stem + ".ckpt")
+    torch.set_num_threads(int(opts.threads))
+    corpus = SedCorpus(corpus_dir, cache)
+    t_load = time.monotonic()
+    data = _Data(corpus, cfg, opts, quiet)
+    load_s = time.monotonic() - t_load
+
+    steps_per_epoch = max(1, data.n_s // opts.batch)
+    total_steps = steps_per_epoch * opts.epochs
+    switch_step = max(1, min(total_steps - 1, int(round(opts.epochs * opts.tri_split)) * steps_per_epoch)) if tri else None
+    method_stages = stages(opts.method)
+
+    torch.manual_seed(opts.seed)
+    model = SedModel(cfg)
+    model.F.set_normalisation(*map(torch.from_numpy, data.norm_stats()))
+    optim = torch.optim.Adam(model.parameters(), lr=opts.lr, betas=(0.9, 0.999), eps=1e-8)
+    st: dict[str, Any] = {"step": 0, "elapsed_s": 0.0, "history": [], "best_f1": -1.0, "best_step": None, "best_epoch": None,
+                          "best_state": None, "validated_epochs": 0, "runs": 0, "pseudo": None, "pseudo_stats": None}  # fmt: skip
+    fp = {**opts.fingerprint(), "config": cfg.to_dict(), "n_s": data.n_s}
+    if resume and ckpt_p.is_file():
+        try:
+            ck = torch.load(ckpt_p, map_location="cpu", weights_only=False)
+        except Exception as e:  # noqa: BLE001
+            raise CorpusError(f"checkpoint {ckpt_p} is corrupt: {type(e).__name__}: {e}") from None
+        if not isinstance(ck, dict) or ck.get("format") != CKPT_FORMAT:
+            raise ValueError(f"{ckpt_p} is not a SED training checkpoint")
+        if ck["fingerprint"] != fp:
+            diff = {k: (fp.get(k), ck["fingerprint"].get(k)) for k in fp if fp.get(k) != ck["fingerprint"].get(k)}
+            raise ValueError(f"{ckpt_p}: checkpoint of another run (this run, checkpoint): {diff}; drop --resume or use another --ckpt")
+        model.load_state_dict(ck["model"])
+        optim.load_state_dict(ck["optim"])
+        torch.set_rng_state(ck["torch_rng"])
+        st = ck["state"]
+    elif resume and not quiet:
+        print(f"no checkpoint at {ckpt_p}; starting from scratch", file=sys.stderr, flush=True)
+    st["runs"] += 1
+
+    def stage_at(step: int) -> str:
+        return method_stages[0] if switch_step is None or step < switch_step else method_stages[1]
+
+    def log(msg: str) -> None:
+        if not quiet:
+            if bar is not None:
+                bar.write(msg, file=sys.stderr)
+            else:
+                print(msg, file=sys.stderr, flush=True)
+
+    bar = None
+    log(f"train sed {opts.method}: S {data.n_s} (+{opts.synthetic_holdout} held out), W {data.W.shape[0]}, "
+        f"U {0 if data.U is None else data.U.shape[0]}{'' if data.uses_u else ' (not used)'}, val {len(data.v_files)}; "
+        f"{n_params(model)} parameters; {opts.epochs} epochs x {steps_per_epoch} steps of {opts.batch} clips per subset; "
+        f"stages {method_stages}{f' (switch at step {switch_step})' if switch_step else ''}; {opts.threads} thread(s); "
+        f"features loaded in {load_s:.1f} s; checkpoint {ckpt_p.name}")  # fmt: skip
+
+    t_run = time.monotonic()
+    base = st["elapsed_s"]
+    last_ckpt = time.monotonic()
+
+    def elapsed() -> float:
+        return base + time.monotonic() - t_run
+
+    def save_ckpt() -> None:
+        st["elapsed_s"] = elapsed()
+        _save_atomic(ckpt_p, {"format": CKPT_FORMAT, "fingerprint": fp, "model": model.state_dict(), "optim": optim.state_dict(),
+                              "torch_rng": torch.get_rng_state(), "state": st})  # fmt: skip
+
+    def validate(epoch: int) -> None:
+        t0 = time.monotonic()
+        probs = predict_frames(model, data.V)
+        sc = score_probs(probs, data.v_files, data.v_ref, cfg, median_s=opts.median_s, threshold=opts.threshold, clip_s=corpus.clip_s)
+        stage = stage_at(st["step"] - 1)
+        eligible = not tri or stage == "final"
+        rec = {"epoch": epoch, "step": st["step"], "stage": stage, "val_event_f1": sc["event_f1"], "val_segment_f1": sc["segment_f1"],
+               "loss": round(float(loss_avg), 4) if loss_avg is not None else None, "elapsed_s": round(elapsed(), 1),
+               "val_s": round(time.monotonic() - t0, 1)}  # fmt: skip
+        st["history"].append(rec)
+        if eligible and sc["event_f1"] > st["best_f1"]:
+            st["best_f1"] = sc["event_f1"]
+            st["best_step"] = st["step"]
+            st["best_epoch"] = epoch
+            st["best_state"] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        st["validated_epochs"] = epoch
+        log(f"epoch {epoch} ({stage}) step {st['step']}: loss {rec['loss']}, val event F1 {sc['event_f1']:.2f} %, segment F1 "
+            f"{sc['segment_f1']:.2f} % (best {st['best_f1']:.2f} @ epoch {st['best_epoch']}), {elapsed() / 60:.1f} min")  # fmt: skip
+
+    model.train()
+    loss_avg: float | None = None
+    stopped = False
+    budget = None if opts.minutes is None else opts.minutes * 60.0
+    from tqdm import tqdm
+
+    tty = sys.stderr.isatty()
+    bar = tqdm(total=total_steps, initial=st["step"], desc=f"sed {opts.method}", file=sys.stderr, disable=quiet,
+               mininterval=1.0 if tty else 60.0, dynamic_ncols=True)  # fmt: skip
+    try:
+        while st["step"] < total_steps:
+            step = st["step"]
+            stage = stage_at(step)
+            if tri and stage == "final" and st["pseudo"] is None:
+                t0 = time.monotonic()
+                wf, wc = _pseudo_label_all(model, data.W, data.w_clip)
+                uf, uc = _pseudo_label_all(model, data.U, None) if data.U is not None else (None, None)
+                st["pseudo"] = {"w_frame": wf, "u_frame": uf, "u_clip": uc}
+                cov = lambda a: float((a >= 0).mean()) if a is not None else None  # noqa: E731
+                pos = lambda a: float((a == 1).mean()) if a is not None else None  # noqa: E731
+                st["pseudo_stats"] = {"w_frame_labelled": cov(wf), "w_frame_positive": pos(wf), "u_frame_labelled": cov(uf),
+                                      "u_frame_positive": pos(uf), "u_clip_labelled": cov(uc), "u_clip_positive": pos(uc),
+                                      "seconds": round(time.monotonic() - t0, 1)}  # fmt: skip
+                log(f"pseudo-labels at step {step}: {json.dumps(st['pseudo_stats'])}")
+                save_ckpt()
+                last_ckpt = time.monotonic()
+            use_u = data.U is not None and (adv is not None or (tri and stage == "final"))
+            b = opts.batch
+            i_s = _stream(opts.seed, 0, data.n_s, step * b, b)
+            i_w = _stream(opts.seed, 1, data.W.shape[0], step * b, b)
+            parts_x = [data.S[i_s], data.W[i_w]]
+            t_out, k = data.t_out, cfg.n_classes
+            frame = [torch.from_numpy(data.s_frame[i_s].astype(np.float32)), torch.zeros(b, t_out, k)]
+            fmask = [torch.ones(b, t_out, k), torch.zeros(b, t_out, k)]
+            clip = [torch.from_numpy(data.s_clip[i_s]), torch.from_numpy(data.w_clip[i_w])]
+            cmask = [torch.ones(b, k), torch.ones(b, k)]
+            dom = [torch.zeros(b), torch.ones(b)]
+            pl = st["pseudo"] if stage == "final" else None
+            if pl is not None:
+                wf = torch.from_numpy(pl["w_frame"][i_w].astype(np.float32))
+                frame[1] = wf.clamp_min(0.0)
+                fmask[1] = (wf >= 0).float()
+            if use_u:
+                i_u = _stream(opts.seed, 2, data.U.shape[0], step * b, b)  # type: ignore[union-attr]
+                parts_x.append(data.U[i_u])  # type: ignore[index]
+                if pl is not None:
+                    uf = torch.from_numpy(pl["u_frame"][i_u].astype(np.float32))
+                    uc = torch.from_numpy(pl["u_clip"][i_u].astype(np.float32))
+                    frame.append(uf.clamp_min(0.0))
+                    fmask.append((uf >= 0).float())
+                    clip.append(uc.clamp_min(0.0))
+                    cmask.append((uc >= 0).float())
+                else:
+                    frame.append(torch.zeros(b, t_out, k))
+                    fmask.append(torch.zeros(b, t_out, k))
+                    clip.append(torch.zeros(b, k))
+                    cmask.append(torch.zeros(b, k))
+                dom.append(torch.ones(b))
+            x = torch.from_numpy(np.concatenate(parts_x).astype(np.float32))
+            t = SedTargets(frame=torch.cat(frame), frame_mask=torch.cat(fmask), clip=torch.cat(clip), clip_mask=torch.cat(cmask),
+                           domain=torch.cat(dom))  # fmt: skip
+            if adv is not None:
+                model.D.scale = _grl(opts.grl_schedule, cfg.grl_scale, step / total_steps)
+            o = model(x, heads=heads_for(opts.method, stage), domain=adv)
+            parts = sed_loss(opts.method, o, t, model=model, stage=stage)
+            optim.zero_grad(set_to_none=True)
+            parts["loss"].backward()
+            optim.step()
+            st["step"] += 1
+            st["loss_sum"] = st.get("loss_sum", 0.0) + float(parts["loss"].detach())
+            st["loss_n"] = st.get("loss_n", 0) + 1
+            loss_avg = st["loss_sum"] / st["loss_n"]
+            if on_step is not None:
+                on_step(st["step"], {k2: float(v.detach()) for k2, v in parts.items()})
+            bar.update(1)
+            bar.set_postfix_str(f"{stage} loss {loss_avg:.4f}" + (f" d {float(parts['domain'].detach()):.3f}" if "domain" in parts else ""), refresh=False)
+            if st["step"] % steps_per_epoch == 0:
+                epoch = st["step"] // steps_per_epoch
+                validate(epoch)
+                st["loss_sum"], st["loss_n"] = 0.0, 0
+                save_ckpt()
+                last_ckpt = time.monotonic()
+            elif time.monotonic() - last_ckpt > opts.ckpt_minutes * 60.0:
+                save_ckpt()
+                last_ckpt = time.monotonic()
+            if opts.max_steps is not None and st["step"] >= opts.max_steps and st["step"] < total_steps:
+                stopped = True
+                break
+            if budget is not None and elapsed() >= budget:
+                log(f"--minutes {opts.minutes:g} reached at step {st['step']} of {total_steps}")
+                break
+    finally:
+        bar.close()
+    if not stopped and (not st["history"] or st["history"][-1]["step"] != st["step"]):
+        validate(st["validated_epochs"] + 1 if st["step"] % steps_per_epoch else st["step"] // steps_per_epoch)
+    save_ckpt()
+    summary = {k: v for k, v in st.items() if k not in ("best_state", "pseudo")}
+    if stopped:
+        log(f"stopped at step {st['step']} (--max-steps); continue with --resume")
+        return {"state": summary, "card": None, "finished": False}
+    card = finalize(ckpt_p, out, corpus, opts=opts, quiet=quiet, load_s=load_s)
+    return {"state": summary, "card": card, "finished": True}
+
+
+def finalize(ckpt: Path, out: Path, corpus: SedCorpus, *, opts: TrainOptions, quiet: bool = False, load_s: float = 0.0) -> dict[str, Any]:
+    """Write the best state of a checkpoint as the weight file and the model card; returns the card."""
+    import platform
+
+    ck = torch.load(ckpt, map_location="cpu", weights_only=False)
+    st = ck["state"]
+    cfg = SedConfig.from_dict(ck["fingerprint"]["config"])
+    model = SedModel(cfg)
+    model.load_state_dict(st["best_state"] if st.get("best_state") is not None else ck["model"])
+    model.eval()
+    t0 = time.monotonic()
+    n_s = ck["fingerprint"]["n_s"]
+    metrics: dict[str, Any] = {}
+    for name, sub, sl in (("validation", "validation", slice(None)), ("eval", "eval", slice(None)), ("synthetic_holdout", "synthetic", slice(n_s, None))):
+        if not corpus.files.get(sub):
+            continue
+        files = corpus.files[sub][sl]
+        if not files:
+            continue
+        feats = corpus.features(sub, cfg, progress=not quiet)[sl]
+        probs = predict_frames(model, feats)
+        metrics[name] = score_probs(probs, files, corpus.strong[sub], cfg, median_s=opts.median_s, threshold=opts.threshold,
+                                    clip_s=corpus.clip_s, psds=opts.psds)  # fmt: skip
+        if not quiet:
+            m = metrics[name]
+            print(f"{name}: event F1 {m['event_f1']:.2f} %, segment F1 {m['segment_f1']:.2f} %, PSDS1 {m.get('psds1')}", file=sys.stderr, flush=True)
+    adv, tri = parse_method(opts.method)
+    card = {
+        "model": "streamkit.models.sed_crnn (CRNN: F = CNN + BiGRU, labelers F1/F2, final classifier Ft, domain classifier D behind a GRL)",
+        "paper": "Park et al., Weakly labeled sound event detection using tri-training and adversarial learning (DCASE 2019 task 4)",
+        "method": opts.method,
+        "adversarial": adv,
+        "tri_training": tri,
+        "config": cfg.to_dict(),
+        "parameters": n_params(model),
+        "parameters_ft_path": n_params(model.F) + n_params(model.ft),
+        "inference": "Ft frame probabilities; median filter per class, threshold, events (streamkit.models.sed_post)",
+        "post_processing": {"median_s": opts.median_s, "median_frames": median_frames(opts.median_s, cfg.frame_seconds),
+                            "threshold": opts.threshold, "frame_s": cfg.frame_seconds},  # fmt: skip
+        "metrics": metrics,
+        "metrics_note": "event-based (200 ms onset collar, offset max(200 ms, 20 %)) and segment-based (1 s) macro F1 in % via sed_eval; "
+        "PSDS scenario 1 via sed_scores_eval on the median-free frame probabilities; validation: model selection set; eval: real "
+        "domain, scored once; synthetic_holdout: the last synthetic clips, not trained on",
+        "training": {
+            "corpus_command": corpus.corpus_command(),
+            "corpus_seed": corpus.manifest.get("seed"),
+            "corpus_counts": corpus.manifest.get("counts"),
+            "synthetic_train_clips": n_s,
+            "synthetic_holdout": opts.synthetic_holdout,
+            "seed": opts.seed,
+            "epochs": opts.epochs,
+            "steps": st["step"],
+            "steps_per_epoch": max(1, n_s // opts.batch),
+            "batch_per_subset": opts.batch,
+            "lr": opts.lr,
+            "optimiser": "Adam (0.9, 0.999), eps 1e-8",
+            "grl_schedule": opts.grl_schedule if adv else None,
+            "tri_split": opts.tri_split if tri else None,
+            "orth_lambda": 1.0 if tri else None,
+            "pseudo_threshold": 0.5 if tri else None,
+            "pseudo_stats": st.get("pseudo_stats"),
+            "selection": "best validation event-based macro F1 at epoch ends" + (" of the final (pseudo-label) stage" if tri else ""),
+            "best_epoch": st.get("best_epoch"),
+            "best_val_event_f1": st.get("best_f1"),
+            "wall_time_s": round(st["elapsed_s"], 1),
+            "feature_load_s": round(load_s, 1),
+            "runs": st.get("runs", 1),
+            "threads": opts.threads,
+            "history": st["history"],
+        },
+        "final_eval_s": round(time.monotonic() - t0, 1),
+        "torch": torch.__version__,
+        "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count()},
+        "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    save_model(out, model, meta={"card": out.with_suffix(".json").name, "method": opts.method, "steps": st["step"], "seed": opts.seed,
+                                 "post_processing": card["post_processing"]})  # fmt: skip
+    out.with_suffix(".json").write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
+    if not quiet:
+        print(f"wrote {out} and {out.with_suffix('.json').name}", file=sys.stderr, flush=True)
+    return card
+
+
+# ------------------------------------------------------------------------------------------------
+# CLI
+# ------------------------------------------------------------------------------------------------
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        v = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not v:
+        raise argparse.ArgumentTypeError("empty list")
+    return v
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of ``streamkit train sed``."""
+    d = TrainOptions()
+    parser.add_argument("--corpus", required=True, metavar="DIR", help="a `streamkit corpus sed` directory")
+    parser.add_argument("--method", choices=METHODS, default="baseline", help="paper Table 1 method (default baseline)")
+    parser.add_argument("--out", required=True, metavar="PATH", help="weight file (.pt); the model card is written beside it (.json)")
+    parser.add_argument("--epochs", type=int, default=d.epochs, help=f"epochs of len(S_train) // batch steps (default {d.epochs})")
+    parser.add_argument("--minutes", type=float, default=None, help="also stop after this much training wall time (summed over resumes)")
+    parser.add_argument("--seed", type=int, default=d.seed, help=f"seed of the weights, data order and dropout (default {d.seed})")
+    parser.add_argument("--threads", type=int, default=d.threads, help=f"torch threads (default {d.threads})")
+    parser.add_argument("--batch-size", type=int, default=d.batch, help=f"clips per subset (S, W, U) per step (default {d.batch})")
+    parser.add_argument("--lr", type=float, default=d.lr, help=f"Adam learning rate (default {d.lr:g})")
+    parser.add_argument("--resume", action="store_true", help="continue from the checkpoint (same options)")
+    parser.add_argument("--ckpt", default=None, metavar="PATH", help="checkpoint path (default <out stem>.ckpt beside --out)")
+    parser.add_argument("--ckpt-minutes", type=float, default=d.ckpt_minutes, help=f"checkpoint interval (default {d.ckpt_minutes:g} min)")
+    parser.add_argument("--cache", default=None, metavar="DIR", help="log-mel cache directory (default <corpus>/features)")
+    parser.add_argument("--max-steps", type=int, default=None, help="stop after this step with a checkpoint (no weights); --resume goes on")
+    parser.add_argument("--tri-split", type=float, default=d.tri_split, help="tri-training: fraction of the epochs for the labeler stage (default 0.5)")
+    parser.add_argument("--grl-schedule", choices=("ganin", "const"), default=d.grl_schedule, help="GRL factor schedule (default ganin)")
+    parser.add_argument("--synthetic-holdout", type=int, default=d.synthetic_holdout,
+                        help=f"last synthetic clips kept out of training as the synthetic-domain test set (default {d.synthetic_holdout})")
+    parser.add_argument("--median-s", type=float, default=d.median_s, help=f"median filter length in seconds (default {d.median_s:g})")
+    parser.add_argument("--threshold", type=float, default=d.threshold, help=f"event threshold (default {d.threshold:g})")
+    parser.add_argument("--no-psds", action="store_true", help="skip PSDS in the model card")
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
+    g = parser.add_argument_group("model size")
+    g.add_argument("--preset", choices=tuple(PRESETS), default="small", help="model size preset (default small: the 2-core budget)")
+    g.add_argument("--n-mels", type=int, default=None)
+    g.add_argument("--channels", type=_ints, default=None, help="CNN channels per block, e.g. 4,16,32,32,32,32")
+    g.add_argument("--pool-time", type=_ints, default=None, help="time pooling per block")
+    g.add_argument("--pool-freq", type=_ints, default=None, help="frequency pooling per block")
+    g.add_argument("--rnn-hidden", type=int, default=None)
+    g.add_argument("--rnn-layers", type=int, default=None)
+    g.add_argument("--head-hidden", type=int, default=None)
+    g.add_argument("--domain-hidden", type=int, default=None)
+    g.add_argument("--dropout", type=float, default=None)
+    g.add_argument("--grl-scale", type=float, default=None, help="alpha of paper eq. 5 (default 1)")
+    return parser
+
+
+def config_from_args(a: argparse.Namespace) -> SedConfig:
+    kw = dict(PRESETS[a.preset])
+    for name in ("n_mels", "channels", "pool_time", "pool_freq", "rnn_hidden", "rnn_layers", "head_hidden", "domain_hidden", "dropout", "grl_scale"):
+        v = getattr(a, name, None)
+        if v is not None:
+            kw[name] = v
+    return SedConfig(**kw)
+
+
+def run_from_args(a: argparse.Namespace) -> int:
+    """``streamkit train sed``: errors in the options or the corpus give one ``error:`` line and exit code 2."""
+    try:
+        cfg = config_from_args(a)
+        opts = TrainOptions(method=a.method, epochs=a.epochs, minutes=a.minutes, seed=a.seed, batch=a.batch_size, lr=a.lr, threads=a.threads,
+                            tri_split=a.tri_split, grl_schedule=a.grl_schedule, synthetic_holdout=a.synthetic_holdout, median_s=a.median_s,
+                            threshold=a.threshold, ckpt_minutes=a.ckpt_minutes, max_steps=a.max_steps, psds=not a.no_psds)  # fmt: skip
+        res = train(a.corpus, a.out, opts, cfg=cfg, resume=a.resume, ckpt=a.ckpt, cache=a.cache, quiet=a.quiet)
+    except (CorpusError, ValueError, OSError) as e:
+        print(f"error: {e}".replace("\n", " "), file=sys.stderr)
+        return 2
+    if res["card"] is not None and not a.quiet:
+        m = res["card"]["metrics"]
+        print(json.dumps({k: {x: m[k].get(x) for x in ("event_f1", "segment_f1", "psds1")} for k in m}))
+    return 0

@@ -1,0 +1,182 @@
+"""SED training recipe (streamkit.train.sed) and post-processing (streamkit.models.sed_post)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from streamkit.models.sed_crnn import SedConfig, frame_span
+from streamkit.models.sed_post import binarize, frame_times, frames_to_events, hysteresis, median_filter, median_frames, runs
+
+torch.set_num_threads(1)
+
+# --------------------------------------------------------------------------------------------
+# post-processing, hand-computed
+# --------------------------------------------------------------------------------------------
+
+
+def test_median_filter_hand_cases():
+    p = np.array([[0.1, 0.9], [0.9, 0.8], [0.2, 0.1], [0.8, 0.7], [0.3, 0.6]])
+    # class 0, window 3, edges repeated: [0.1 0.1 0.9] [0.1 0.9 0.2] [0.9 0.2 0.8] [0.2 0.8 0.3] [0.8 0.3 0.3]
+    got = median_filter(p, [3, 1])
+    np.testing.assert_allclose(got[:, 0], [0.1, 0.2, 0.8, 0.3, 0.3])
+    np.testing.assert_allclose(got[:, 1], p[:, 1])  # length 1: unchanged
+    # window 5 on class 1: padded 0.9 0.9 | 0.9 0.8 0.1 0.7 0.6 | 0.6 0.6
+    np.testing.assert_allclose(median_filter(p, 5)[:, 1], [0.9, 0.8, 0.7, 0.6, 0.6])
+    with pytest.raises(ValueError, match="odd"):
+        median_filter(p, 4)
+    with pytest.raises(ValueError, match="2 classes"):
+        median_filter(p, [3, 3, 3])
+    assert median_frames(0.45, 0.064) == 7
+    assert median_frames(0.0, 0.064) == 1
+    assert median_frames(0.128, 0.064) == 3  # 2 frames -> next odd
+
+
+def test_binarize_and_hysteresis():
+    p = np.array([[0.4], [0.6], [0.45], [0.35], [0.5], [0.7], [0.2]])
+    assert binarize(p, 0.5)[:, 0].tolist() == [False, True, False, False, False, True, False]  # strictly above
+    # on above 0.55, stay on while above 0.4
+    assert hysteresis(p, 0.55, 0.4)[:, 0].tolist() == [False, True, True, False, False, True, False]
+    assert hysteresis(p, 0.55, 0.4, initial=[True])[:, 0].tolist() == [False, True, True, False, False, True, False]
+    assert hysteresis(p[:1], 0.55, 0.3, initial=[True])[:, 0].tolist() == [True]
+    with pytest.raises(ValueError, match="off <= on"):
+        hysteresis(p, 0.4, 0.5)
+    assert runs(np.array([[1, 0], [1, 1], [0, 1], [1, 1]], bool)) == [(0, 0, 2), (0, 3, 4), (1, 1, 4)]
+
+
+def test_frames_to_events_exact_times():
+    cfg = SedConfig()  # hop 256, n_fft 2048, 16 kHz, time pool 4: frame k centre 0.088 + 0.064 k, span +- 0.032
+    assert frame_times(np.arange(5), cfg)[0] == pytest.approx(frame_span(np.arange(5), cfg)[0])
+    p = np.zeros((10, 10))
+    p[2:5, 0] = 0.8  # frames 2..4: [0.088+0.128-0.032, 0.088+0.256+0.032) = [0.184, 0.376)
+    p[0:2, 3] = [0.9, 0.7]  # frames 0..1: [0.056, 0.184)
+    p[9, 3] = 0.6  # last frame: [0.632, 0.696)
+    ev = frames_to_events(p, cfg)
+    c = cfg.classes
+    assert ev == [(c[3], 0.056, 0.184, pytest.approx(0.8)), (c[0], 0.184, 0.376, pytest.approx(0.8)), (c[3], 0.632, 0.696, pytest.approx(0.6))]
+    # frame_offset: the same run 100 frames later in a stream
+    ev2 = frames_to_events(p[:, :1], cfg, classes=["x"], frame_offset=100)
+    assert ev2 == [("x", pytest.approx(0.184 + 6.4), pytest.approx(0.376 + 6.4), pytest.approx(0.8))]
+    # a median filter of 3 removes a one-frame blip (frame 1), fills a one-frame dip (frame 5) and
+    # trims the run's first frame (frame 4: median of 0, 0.9, 0.2): active frames 5..7
+    q = np.array([[0.0], [0.9], [0.0], [0.0], [0.9], [0.2], [0.9], [0.9], [0.0], [0.0]])
+    np.testing.assert_allclose(median_filter(q, 3)[:, 0], [0, 0, 0, 0, 0.2, 0.9, 0.9, 0.9, 0, 0])
+    assert frames_to_events(q, cfg, classes=["x"], median=3) == [("x", 0.376, 0.568, pytest.approx(0.9))]
+    # hysteresis through frames_to_events
+    h = np.array([[0.2], [0.6], [0.45], [0.3]])
+    assert [e[1:3] for e in frames_to_events(h, cfg, classes=["x"], threshold=0.55, off_threshold=0.4)] == [(0.12, 0.248)]
+
+
+# --------------------------------------------------------------------------------------------
+# training on a tiny corpus
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    from streamkit.data.sed_corpus import generate
+    from streamkit.data.tts import EspeakMissingError
+
+    out = tmp_path_factory.mktemp("sedc")
+    try:
+        generate(out, {"synthetic": 10, "weak": 6, "unlabelled": 6, "validation": 4, "eval": 3}, seed=3)
+    except EspeakMissingError:
+        pytest.skip("espeak-ng not installed")
+    return out
+
+
+def _tiny():
+    from streamkit.train.sed import PRESETS
+
+    return SedConfig(**PRESETS["tiny"])
+
+
+def _opts(**kw):
+    from streamkit.train.sed import TrainOptions
+
+    base = dict(epochs=2, batch=2, synthetic_holdout=2, lr=3e-3, psds=False, ckpt_minutes=100.0)
+    base.update(kw)
+    return TrainOptions(**base)
+
+
+@pytest.mark.parametrize("method", ["baseline", "adv-time+tri"])
+def test_training_lowers_the_loss(corpus, tmp_path, method):
+    from streamkit.train.sed import train
+
+    losses: list[float] = []
+    res = train(corpus, tmp_path / "m.pt", _opts(method=method, epochs=8), cfg=_tiny(), quiet=True,
+                on_step=lambda s, parts: losses.append(parts["y_ft"]))  # fmt: skip
+    assert res["finished"] and len(losses) == 8 * 4
+    assert np.mean(losses[-6:]) < np.mean(losses[:6]) - 0.05, losses
+    card = json.loads((tmp_path / "m.json").read_text())
+    assert card["method"] == method and card["training"]["steps"] == 32
+    assert set(card["metrics"]) == {"validation", "eval", "synthetic_holdout"}
+    if method == "adv-time+tri":
+        assert card["training"]["pseudo_stats"]["u_frame_labelled"] > 0
+        assert all(h["stage"] == "final" for h in card["training"]["history"] if h["epoch"] == card["training"]["best_epoch"])
+
+
+def test_resume_equals_uninterrupted(corpus, tmp_path):
+    from streamkit.models.sed_crnn import load_model
+    from streamkit.train.sed import train
+
+    opts = dict(method="adv-time+tri", epochs=4)  # 4 steps an epoch, pseudo-labels at step 8
+    a = train(corpus, tmp_path / "a" / "m.pt", _opts(**opts), cfg=_tiny(), quiet=True)
+    b1 = train(corpus, tmp_path / "b" / "m.pt", _opts(**opts, max_steps=10), cfg=_tiny(), quiet=True)
+    assert not b1["finished"] and not (tmp_path / "b" / "m.pt").exists()
+    b = train(corpus, tmp_path / "b" / "m.pt", _opts(**opts), cfg=_tiny(), quiet=True, resume=True)
+    assert b["finished"] and b["state"]["runs"] == 2
+    ma, _ = load_model(tmp_path / "a" / "m.pt")
+    mb, _ = load_model(tmp_path / "b" / "m.pt")
+    for (ka, va), (kb, vb) in zip(ma.state_dict().items(), mb.state_dict().items()):
+        assert ka == kb and torch.equal(va, vb), ka
+    ha = [(h["step"], h["val_event_f1"], h["loss"]) for h in a["state"]["history"]]
+    hb = [(h["step"], h["val_event_f1"], h["loss"]) for h in b["state"]["history"]]
+    assert ha == hb
+    # a checkpoint of another run is refused
+    with pytest.raises(ValueError, match="another run"):
+        train(corpus, tmp_path / "b" / "m.pt", _opts(method="adv-time+tri", epochs=5), cfg=_tiny(), quiet=True, resume=True)
+
+
+def test_cli_writes_card_without_machine_paths(corpus, tmp_path, capsys):
+    from streamkit.train.sed import add_arguments, run_from_args
+
+    out = tmp_path / "w" / "sed.pt"
+    a = add_arguments(argparse.ArgumentParser()).parse_args(
+        ["--corpus", str(corpus), "--method", "adv-whole", "--out", str(out), "--preset", "tiny", "--epochs", "1", "--batch-size", "2",
+         "--synthetic-holdout", "2", "--quiet"]  # fmt: skip
+    )
+    assert run_from_args(a) == 0
+    text = out.with_suffix(".json").read_text()
+    card = json.loads(text)
+    assert str(tmp_path) not in text and str(corpus) not in text
+    assert card["training"]["corpus_command"].startswith("streamkit corpus sed --out DIR ")
+    assert card["parameters"] > 0 and "psds1" in card["metrics"]["eval"]
+
+
+def test_missing_or_corrupt_corpus(corpus, tmp_path, capsys):
+    from streamkit.train.sed import CorpusError, SedCorpus, add_arguments, run_from_args
+
+    def run(path):
+        a = add_arguments(argparse.ArgumentParser()).parse_args(["--corpus", str(path), "--out", str(tmp_path / "x.pt"), "--preset", "tiny", "--quiet"])
+        return run_from_args(a)
+
+    assert run(tmp_path / "nope") == 2
+    assert "corpus directory not found" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert run(tmp_path / "empty") == 2
+    assert "no manifest.json" in capsys.readouterr().err
+    bad = tmp_path / "bad"
+    shutil.copytree(corpus, bad, ignore=shutil.ignore_patterns("features"))
+    victim = sorted((bad / "weak" / "audio").glob("*.wav"))[0]
+    victim.write_bytes(b"RIFF\x00\x00not a wav")
+    with pytest.raises(CorpusError, match=victim.name):
+        SedCorpus(bad).features("weak", _tiny(), progress=False)
+    (bad / "validation" / "audio" / sorted(p.name for p in (bad / "validation" / "audio").glob("*.wav"))[0]).unlink()
+    assert run(bad) == 2
+    assert "missing from" in capsys.readouterr().err
