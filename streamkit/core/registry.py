@@ -26,6 +26,7 @@ BUILTIN_MODULES = (
     "streamkit.dsp.energy_vad",
     "streamkit.dsp.iq",
     "streamkit.dsp.stat_sad",
+    "streamkit.dsp.speech_gate",  # dsp.speech_gate (the statistical SAD as an audio pass-through with speech tags)
     "streamkit.io.synthetic",
     "streamkit.io.file_source",
     "streamkit.io.mic_source",

@@ -566,7 +566,16 @@ class Runner:
                 Tag(t.offset - lost, T.GAP, replace(gap, filled=True)) if (t.key == T.GAP and t.offset == seg_start) else t for t in seg_tags
             ]
             return np.concatenate([fill, seg_x]), new_tags, lost
-        # RESET (or a fill too large / of unknown length)
+        # RESET (or a fill too large / of unknown length). A block that holds items back (a delay
+        # line, a look-ahead) hands them on first through ``drain(ctx)``: loss is what the source
+        # lost, never what a block was holding at the gap.
+        drain = getattr(blk, "drain", None)
+        if drain is not None and node.kind == RATE:
+            node.ctx.position = node.in_index + node.fill_shift
+            t0 = _perf()
+            y = drain(node.ctx)
+            node.m.busy_ns += _perf() - t0
+            self._emit_output(node, y, out_tags, [])
         node.m.resets += 1
         blk.reset(gap)
         bidx = node.in_index + node.fill_shift
