@@ -1,0 +1,1 @@
+"""Training recipes behind ``streamkit train ...`` (one module per model family: ``rnnt``, ``sed``)."""

@@ -1,0 +1,864 @@
+"""Training recipe of the multilingual RNN-T: ``streamkit train rnnt --corpus DIR --variant V --out PATH``.
+
+Issue #6 part 3; the model family is :mod:`streamkit.models.rnnt`, the corpus
+:mod:`streamkit.data.asr_corpus` (``streamkit corpus asr``), the paper
+``shared/papers/multi-softmax-streaming-multilingual-rnnt.txt`` (§4-5).
+
+* **Data.** The ``train`` split of the corpus (``train.jsonl``, ``vocab/<lang>.json``); targets are
+  each language's own grapheme symbols (``B_`` word starts, blank 0). Features:
+  :func:`streamkit.models.features.log_mel` of every file, computed once at start-up and kept in
+  memory (80 x float32 per 10 ms), stacked to 640 dims / 30 ms per batch. The model's input
+  normalisation (``feat_mean``/``feat_std``) is set from all stacked training frames
+  (:meth:`~streamkit.models.rnnt.RnntModel.set_feature_stats`).
+* **Mini-batches from one language at a time** (paper §4.1): step ``k`` draws its language from
+  ``SeedSequence([seed, 1, k])`` with probabilities proportional to the language's training hours,
+  then takes that language's next batch. A language's utterances are bucketed per pass ("epoch"
+  of that language): sorted by length with a 20 % random jitter (``SeedSequence([seed, 2, lang,
+  epoch])``), cut greedily into batches of at most ``--batch-seconds`` of *padded* audio (batch size
+  x longest utterance) and ``--max-utts`` utterances, and the batch order shuffled. Everything the
+  data order depends on is (seed, step, per-language epoch and position), all in the checkpoint.
+* **Loss** :meth:`RnntModel.forward`: RNN-T loss (mean over the batch's utterances) plus, for
+  ``lid``, ``lid_weight`` x frame-level cross-entropy of the LID head (encoder + LID head only).
+  Adam (0.9, 0.98, eps 1e-9), learning rate ``--lr`` with a linear warm-up over ``--warmup`` steps,
+  then, with ``--steps`` given, a cosine decay to ``--lr-final`` x lr at the last step (constant
+  without ``--steps``); gradient norm clipped at ``--clip``.
+* **Validation** every ``--eval-every`` steps on a fixed dev subset (``--dev-per-lang``
+  utterances per language, evenly spread over its dev list; dev speakers are unseen in training):
+  RNN-T loss per language and overall (mean per utterance), LID cross-entropy and utterance LID
+  accuracy (arg-max of the mean LID posterior, ``lid`` only), and greedy WER per language with the
+  language known (``--wer-per-lang`` of those utterances; batched greedy search, at most 3 symbols
+  per frame, the same rule as :class:`~streamkit.models.rnnt_search.BeamSearch` with beam 1). The
+  best state by dev loss is kept and written to ``--out`` whenever it improves (with the model
+  card ``<out stem>.json``), so a run that is killed still leaves its best weights.
+* **Checkpoints** (``--ckpt``, default ``<out stem>.ckpt``): model, optimiser, data position, RNG
+  state, best state and history, written atomically at every validation, every ``--ckpt-minutes``
+  and on SIGTERM/SIGINT. ``--resume`` continues from it and gives bit-for-bit the same weights as
+  an uninterrupted run (one thread; tested). Budgets: ``--steps`` (total optimiser steps, over
+  resumed runs; the schedule depends on it) and ``--minutes`` (training wall time summed over
+  resumed runs, a safety cap); training stops at whichever comes first.
+
+The weight file is :func:`streamkit.models.rnnt.save_model` with ``meta["symbols"]`` (each
+language's symbol table, as :func:`streamkit.models.rnnt_stream.symbol_tables` reads it), so
+``models.rnnt_asr`` loads it directly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from streamkit.data import asr_corpus
+from streamkit.models.features import N_MELS, RATE, STACK, STRIDE, log_mel, n_stacked
+from streamkit.models.rnnt import VARIANTS, RnntConfig, RnntModel, n_params, save_model
+
+__all__ = [
+    "CKPT_FORMAT",
+    "CorpusError",
+    "AsrCorpus",
+    "Utt",
+    "make_batches",
+    "greedy_decode",
+    "word_errors",
+    "train",
+    "add_arguments",
+    "run_from_args",
+]
+
+CKPT_FORMAT = "streamkit-rnnt-train/1"
+FRAME_S = 0.03  #: seconds per stacked frame
+MAX_SYMBOLS = 3  #: per frame, greedy dev decoding
+
+
+class CorpusError(ValueError):
+    """The corpus directory is missing, incomplete or not a ``streamkit corpus asr`` corpus."""
+
+
+# --------------------------------------------------------------------------------------------
+# corpus
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Utt:
+    id: str
+    lang: int
+    path: Path
+    text: str
+    targets: np.ndarray  # language-local symbols, int64
+    n_samples: int
+
+
+class AsrCorpus:
+    """A ``streamkit corpus asr`` directory: manifest, vocabularies, splits."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = root = Path(root)
+        if not root.is_dir():
+            raise CorpusError(f"corpus directory not found: {root}")
+        man = root / "manifest.json"
+        if not man.is_file():
+            raise CorpusError(f"{root}: no manifest.json (not a corpus from `streamkit corpus asr`, or its generation has not finished)")
+        try:
+            self.manifest: dict[str, Any] = json.loads(man.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise CorpusError(f"{man}: not valid JSON ({exc})") from None
+        if not isinstance(self.manifest, dict) or self.manifest.get("format") != asr_corpus.FORMAT:
+            got = self.manifest.get("format") if isinstance(self.manifest, dict) else None
+            raise CorpusError(f"{man}: format {got!r}, expected {asr_corpus.FORMAT!r} (a corpus from `streamkit corpus asr`)")
+        langs = self.manifest.get("hours_per_language")
+        if not isinstance(langs, dict) or not langs:
+            raise CorpusError(f"{man}: no languages (hours_per_language)")
+        self.langs: list[str] = [str(x) for x in langs]
+        self.vocabs: list[asr_corpus.Vocab] = []
+        for lg in self.langs:
+            p = root / "vocab" / f"{lg}.json"
+            try:
+                self.vocabs.append(asr_corpus.load_vocab(root, lg))
+            except FileNotFoundError:
+                raise CorpusError(f"{root}: vocabulary {p.relative_to(root)} missing") from None
+            except (ValueError, KeyError, TypeError) as exc:
+                raise CorpusError(f"{p}: bad vocabulary ({exc})") from None
+
+    @property
+    def command(self) -> str | None:
+        return self.manifest.get("command")
+
+    def split(self, name: str) -> list[Utt]:
+        """The utterances of a split, in file order; every text encoded with its language's vocabulary."""
+        p = self.root / f"{name}.jsonl"
+        if not p.is_file():
+            raise CorpusError(f"{self.root}: no {name}.jsonl (split {name!r} missing)")
+        out: list[Utt] = []
+        with open(p, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    r = json.loads(line)
+                    lg = self.langs.index(r["lang"])
+                    targets = np.asarray(self.vocabs[lg].encode(r["text"]), np.int64)
+                    out.append(Utt(str(r["id"]), lg, self.root / r["path"], str(r["text"]), targets, int(r["n_samples"])))
+                except ValueError as exc:
+                    raise CorpusError(f"{p}:{n}: {exc}") from None
+                except (KeyError, TypeError) as exc:
+                    raise CorpusError(f"{p}:{n}: bad record ({type(exc).__name__}: {exc})") from None
+        if not out:
+            raise CorpusError(f"{p}: no utterances")
+        return out
+
+
+def read_audio(utt: Utt) -> np.ndarray:
+    import soundfile as sf
+
+    if not utt.path.is_file():
+        raise CorpusError(f"audio file missing: {utt.path}")
+    try:
+        x, sr = sf.read(str(utt.path), dtype="float32", always_2d=True)
+    except Exception as exc:  # noqa: BLE001 - libsndfile errors
+        raise CorpusError(f"{utt.path}: unreadable audio ({exc})") from None
+    if sr != RATE:
+        raise CorpusError(f"{utt.path}: {sr} Hz, expected {RATE}")
+    return x.mean(axis=1)
+
+
+def compute_logmel(utts: Sequence[Utt], note: Callable[[str], None] | None = None) -> list[torch.Tensor]:
+    """(frames, 80) float32 log-mel of every utterance (10 ms frames)."""
+    out = []
+    t0 = time.monotonic()
+    for i, u in enumerate(utts):
+        out.append(log_mel(read_audio(u)).contiguous())
+        if note is not None and time.monotonic() - t0 > 30 and i % 500 == 0:
+            note(f"  features: {i + 1}/{len(utts)}")
+    return out
+
+
+def stacked(lm: torch.Tensor) -> torch.Tensor:
+    """(frames, 80) log-mel -> (n, 640) stacked (:func:`streamkit.models.features.stack_frames`)."""
+    k = n_stacked(lm.shape[0])
+    return lm.unfold(0, STACK, STRIDE)[:k].transpose(1, 2).reshape(k, STACK * N_MELS)
+
+
+def feature_stats(logmels: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean and standard deviation of every stacked dimension over all frames."""
+    s = torch.zeros(STACK * N_MELS, dtype=torch.float64)
+    ss = torch.zeros_like(s)
+    n = 0
+    for lm in logmels:
+        x = stacked(lm).to(torch.float64)
+        s += x.sum(0)
+        ss += (x * x).sum(0)
+        n += x.shape[0]
+    if n == 0:
+        raise CorpusError("no training utterance is long enough for one feature frame")
+    mean = s / n
+    std = (ss / n - mean * mean).clamp(min=0).sqrt()
+    return mean.float(), std.float()
+
+
+def make_batches(lens: np.ndarray, batch_frames: int, max_utts: int, rng: np.random.Generator | None) -> list[list[int]]:
+    """Indices into ``lens`` grouped by length: each batch's ``size x longest <= batch_frames`` (or a
+    single utterance) and ``size <= max_utts``; with ``rng`` the sort is jittered and the batch order shuffled."""
+    lens = np.asarray(lens, np.int64)
+    key = lens.astype(np.float64) if rng is None else lens * (1.0 + 0.2 * rng.random(lens.shape[0]))
+    order = np.argsort(key, kind="stable")
+    batches: list[list[int]] = []
+    cur: list[int] = []
+    longest = 0
+    for i in order.tolist():
+        m = max(longest, int(lens[i]))
+        if cur and ((len(cur) + 1) * m > batch_frames or len(cur) >= max_utts):
+            batches.append(cur)
+            cur, m = [], int(lens[i])
+        cur.append(i)
+        longest = m
+    if cur:
+        batches.append(cur)
+    if rng is not None:
+        perm = rng.permutation(len(batches))
+        batches = [batches[j] for j in perm.tolist()]
+    return batches
+
+
+def collate(utts: Sequence[Utt], logmels: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Padded stacked features (B, T, 640), frame counts, padded targets (B, U), target counts."""
+    feats = [stacked(lm) for lm in logmels]
+    B = len(feats)
+    T = max(f.shape[0] for f in feats)
+    U = max(1, max(len(u.targets) for u in utts))
+    x = torch.zeros(B, T, STACK * N_MELS)
+    y = torch.zeros(B, U, dtype=torch.long)
+    for b, (f, u) in enumerate(zip(feats, utts)):
+        x[b, : f.shape[0]] = f
+        y[b, : len(u.targets)] = torch.from_numpy(u.targets)
+    fl = torch.tensor([f.shape[0] for f in feats], dtype=torch.long)
+    tl = torch.tensor([len(u.targets) for u in utts], dtype=torch.long)
+    return x, fl, y, tl
+
+
+# --------------------------------------------------------------------------------------------
+# decoding and scoring (dev)
+# --------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def greedy_decode(model: RnntModel, enc: torch.Tensor, lens: torch.Tensor, lang: int, max_symbols: int = MAX_SYMBOLS) -> list[list[int]]:
+    """Batched greedy RNN-T search of encoder outputs ``enc`` (B, T, H) of one language.
+
+    Per frame at most ``max_symbols`` arg-max symbols, stopping at blank (the rule of
+    :class:`streamkit.models.rnnt_search.BeamSearch` with beam 1). Returns the symbols per row:
+    language-local for the multi-softmax variants, union ids for vanilla/onehot.
+    """
+    cfg = model.cfg
+    B, T, _ = enc.shape
+    lv = None if cfg.variant == "vanilla" else torch.full((B,), int(lang), dtype=torch.long)
+    tok = torch.zeros(B, dtype=torch.long)
+    pred, (h, c) = model.predictor_step(tok, None, lv)
+    out: list[list[int]] = [[] for _ in range(B)]
+    for t in range(T):
+        ok = lens > t
+        if not bool(ok.any()):
+            break
+        e = enc[:, t]
+        for _ in range(max_symbols):
+            k = model.joint(e, pred, int(lang) if cfg.multi else None).argmax(-1)
+            emit = ok & (k != 0)
+            if not bool(emit.any()):
+                break
+            for b in emit.nonzero().squeeze(1).tolist():
+                out[b].append(int(k[b]))
+            p2, (h2, c2) = model.predictor_step(k, (h, c), lv)
+            pred = torch.where(emit[:, None], p2, pred)
+            h = torch.where(emit[None, :, None], h2, h)
+            c = torch.where(emit[None, :, None], c2, c)
+            ok = emit
+    return out
+
+
+def tokens_to_text(model: RnntModel, tokens: Sequence[int], lang: int, symbols: Sequence[Sequence[str]]) -> str:
+    """Text of decoded symbols (``B_`` symbols start words); union ids are mapped to their languages."""
+    if model.cfg.multi:
+        syms = [symbols[lang][t] for t in tokens]
+    else:
+        if not tokens:
+            return ""
+        lg, loc = model.from_union(torch.tensor(list(tokens), dtype=torch.long))
+        syms = [symbols[int(a)][int(b)] for a, b in zip(lg.tolist(), loc.tolist())]
+    words: list[str] = []
+    for s in syms:
+        if s.startswith("B_") or not words:
+            words.append(s[2:] if s.startswith("B_") else s)
+        else:
+            words[-1] += s
+    return " ".join(w for w in words if w)
+
+
+def word_errors(ref: str, hyp: str) -> tuple[int, int]:
+    """(word edit distance, reference words)."""
+    r, h = ref.split(), hyp.split()
+    prev = list(range(len(h) + 1))
+    for i in range(1, len(r) + 1):
+        cur = [i] + [0] * len(h)
+        for j in range(1, len(h) + 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (r[i - 1] != h[j - 1]))
+        prev = cur
+    return prev[len(h)], len(r)
+
+
+def evaluate(
+    model: RnntModel,
+    utts: Sequence[Utt],
+    logmels: Sequence[torch.Tensor],
+    wer_ids: set[str],
+    symbols: Sequence[Sequence[str]],
+    batch_frames: int,
+    max_utts: int,
+) -> dict[str, Any]:
+    """Dev metrics (see the module docstring); ``model`` is left in eval mode."""
+    model.eval()
+    cfg = model.cfg
+    L = cfg.n_lang
+    captured: dict[str, torch.Tensor] = {}
+    hooks = [model.encoder.register_forward_hook(lambda m, i, o: captured.__setitem__("enc", o[0]))]
+    if model.lid_head is not None:
+        hooks.append(model.lid_head.register_forward_hook(lambda m, i, o: captured.__setitem__("lid", o)))
+    rnnt_sum = np.zeros(L)
+    n_utt = np.zeros(L, np.int64)
+    lid_sum, lid_frames = 0.0, 0
+    lid_ok = np.zeros(L, np.int64)
+    err = np.zeros(L, np.int64)
+    words = np.zeros(L, np.int64)
+    n_wer = np.zeros(L, np.int64)
+    examples: dict[str, list[dict[str, str]]] = {}
+    try:
+        with torch.inference_mode():
+            for lg in range(L):
+                idx = [i for i, u in enumerate(utts) if u.lang == lg]
+                if not idx:
+                    continue
+                lens = np.array([n_stacked(logmels[i].shape[0]) for i in idx])
+                for bt in make_batches(lens, batch_frames, max_utts, None):
+                    sel = [idx[j] for j in bt]
+                    x, fl, y, tl = collate([utts[i] for i in sel], [logmels[i] for i in sel])
+                    out = model(x, fl, y, tl, lg)
+                    B = len(sel)
+                    rnnt_sum[lg] += float(out["rnnt_loss"]) * B
+                    n_utt[lg] += B
+                    if "lid" in captured:
+                        lid = captured["lid"]
+                        mask = torch.arange(lid.shape[1])[None, :] < fl[:, None]
+                        lid_sum += float(out["lid_loss"]) * int(mask.sum())
+                        lid_frames += int(mask.sum())
+                        post = (lid.softmax(-1) * mask[..., None]).sum(1) / fl[:, None]
+                        lid_ok[lg] += int((post.argmax(-1) == lg).sum())
+                    w = [b for b, i in enumerate(sel) if utts[i].id in wer_ids]
+                    if w:
+                        enc = captured["enc"][w]
+                        hyps = greedy_decode(model, enc, fl[w], lg)
+                        for b, toks in zip(w, hyps):
+                            u = utts[sel[b]]
+                            text = tokens_to_text(model, toks, lg, symbols)
+                            e, n = word_errors(u.text, text)
+                            err[lg] += e
+                            words[lg] += n
+                            n_wer[lg] += 1
+                            ex = examples.setdefault(cfg.languages[lg], [])
+                            if len(ex) < 2:
+                                ex.append({"ref": u.text, "hyp": text})
+    finally:
+        for hk in hooks:
+            hk.remove()
+        captured.clear()
+    names = cfg.languages
+    have = [lg for lg in range(L) if n_utt[lg]]
+    res: dict[str, Any] = {
+        "rnnt_loss": float(rnnt_sum.sum() / max(n_utt.sum(), 1)),
+        "rnnt_loss_per_lang": {names[lg]: round(float(rnnt_sum[lg] / n_utt[lg]), 4) for lg in have},
+        "utterances": {names[lg]: int(n_utt[lg]) for lg in have},
+    }
+    if model.lid_head is not None:
+        res["lid_loss"] = lid_sum / max(lid_frames, 1)
+        res["lid_acc"] = float(lid_ok.sum() / max(n_utt.sum(), 1))
+        res["lid_acc_per_lang"] = {names[lg]: round(float(lid_ok[lg] / n_utt[lg]), 4) for lg in have}
+    res["loss"] = res["rnnt_loss"] + (cfg.lid_weight * res["lid_loss"] if "lid_loss" in res else 0.0)
+    if n_wer.sum():
+        res["wer_per_lang"] = {names[lg]: round(float(err[lg] / max(words[lg], 1)), 4) for lg in range(L) if n_wer[lg]}
+        res["wer_avg"] = round(float(np.mean(list(res["wer_per_lang"].values()))), 4)
+        res["wer_word_weighted"] = round(float(err.sum() / max(words.sum(), 1)), 4)
+        res["wer_utterances"] = {names[lg]: int(n_wer[lg]) for lg in range(L) if n_wer[lg]}
+        res["examples"] = examples
+    return res
+
+
+# --------------------------------------------------------------------------------------------
+# training
+# --------------------------------------------------------------------------------------------
+
+
+def lr_at(step: int, run: dict[str, Any]) -> float:
+    lr, warm, total = float(run["lr"]), int(run["warmup"]), run["steps"]
+    if step < warm:
+        return lr * (step + 1) / warm
+    if total is None or total <= warm:
+        return lr
+    p = min(1.0, (step - warm) / max(1, total - warm))
+    f = float(run["lr_final"])
+    return lr * (f + (1 - f) * 0.5 * (1 + math.cos(math.pi * p)))
+
+
+def _save(path: Path, obj: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def _spread(items: list[int], k: int) -> list[int]:
+    if k >= len(items):
+        return list(items)
+    pos = np.unique(np.round(np.linspace(0, len(items) - 1, k)).astype(int))
+    return [items[i] for i in pos.tolist()]
+
+
+class _Progress:
+    """A rich progress bar on a TTY; plain lines every ``log_every`` steps otherwise (nohup logs)."""
+
+    def __init__(self, total: int | None, done: int, quiet: bool, log_every: int) -> None:
+        self.quiet, self.log_every = quiet, max(1, log_every)
+        self.bar: Any = None
+        if sys.stderr.isatty() and not quiet:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+            self.bar = Progress(TextColumn("train rnnt"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
+                                TimeElapsedColumn(), TimeRemainingColumn())  # fmt: skip
+            self.bar.start()
+            self.task = self.bar.add_task("train", total=total, completed=done, info="")
+
+    def step(self, step: int, info: str) -> None:
+        if self.quiet:
+            return
+        if self.bar is not None:
+            self.bar.update(self.task, completed=step, info=info)
+        elif step % self.log_every == 0:
+            print(f"step {step} {info}", flush=True)
+
+    def note(self, msg: str) -> None:
+        if self.quiet:
+            return
+        if self.bar is not None:
+            self.bar.console.print(msg)
+        else:
+            print(msg, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def train(
+    corpus_dir: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    cfg: RnntConfig | None = None,
+    steps: int | None = None,
+    minutes: float | None = None,
+    seed: int = 0,
+    resume: bool = False,
+    ckpt: str | os.PathLike[str] | None = None,
+    batch_seconds: float = 32.0,
+    max_utts: int = 32,
+    lr: float = 1e-3,
+    lr_final: float = 0.05,
+    warmup: int = 300,
+    clip: float = 5.0,
+    threads: int = 1,
+    eval_every: int = 500,
+    ckpt_minutes: float = 5.0,
+    dev_per_lang: int = 60,
+    wer_per_lang: int = 30,
+    train_limit: int | None = None,
+    log_every: int = 25,
+    quiet: bool = False,
+    on_step: Callable[[int, float], None] | None = None,
+) -> dict[str, Any]:
+    """Train (or continue) an RNN-T on a ``streamkit corpus asr`` corpus; returns the model card.
+
+    ``cfg`` gives the architecture; its ``languages``/``vocab_sizes`` are replaced by the corpus's.
+    ``train_limit``: at most this many training utterances per language (tests, quick runs).
+    ``on_step(step, loss)`` is called after every optimiser step.
+
+    Raises:
+        CorpusError: missing or malformed corpus.
+        ValueError: bad options, or ``--resume`` with a checkpoint of another run.
+    """
+    if steps is None and minutes is None:
+        raise ValueError("give a budget: --steps and/or --minutes")
+    if steps is not None and steps < 1:
+        raise ValueError(f"--steps must be >= 1, got {steps}")
+    if batch_seconds <= 0 or max_utts < 1 or eval_every < 1 or lr <= 0 or warmup < 0:
+        raise ValueError("--batch-seconds, --lr must be > 0, --max-utts, --eval-every >= 1, --warmup >= 0")
+    torch.set_num_threads(int(threads))
+    corpus = AsrCorpus(corpus_dir)
+    out = Path(out)
+    ckpt_p = Path(ckpt) if ckpt is not None else out.with_name(out.stem + ".ckpt")
+    base = cfg or RnntConfig()
+    cfg = RnntConfig.from_dict({**base.to_dict(), "languages": corpus.langs, "vocab_sizes": [len(v) for v in corpus.vocabs]})
+    symbols = {lg: list(v.symbols) for lg, v in zip(corpus.langs, corpus.vocabs)}
+    sym_list = [symbols[lg] for lg in corpus.langs]
+    L = cfg.n_lang
+    batch_frames = max(1, int(batch_seconds / FRAME_S))
+
+    prog_note = (lambda m: None) if quiet else (lambda m: print(m, flush=True))
+    t_load = time.monotonic()
+    train_u = corpus.split("train")
+    if train_limit is not None:
+        per: dict[int, int] = {}
+        keep = []
+        for u in train_u:
+            if per.get(u.lang, 0) < train_limit:
+                keep.append(u)
+                per[u.lang] = per.get(u.lang, 0) + 1
+        train_u = keep
+    dev_all = corpus.split("dev")
+    dev_u: list[Utt] = []
+    wer_ids: set[str] = set()
+    for lg in range(L):
+        idx = [i for i, u in enumerate(dev_all) if u.lang == lg]
+        chosen = _spread(idx, dev_per_lang)
+        dev_u += [dev_all[i] for i in chosen]
+        wer_ids |= {dev_all[i].id for i in _spread(chosen, wer_per_lang)}
+    train_lm = compute_logmel(train_u, prog_note)
+    keep_i = [i for i, lm in enumerate(train_lm) if n_stacked(lm.shape[0]) >= 1]
+    train_u = [train_u[i] for i in keep_i]
+    train_lm = [train_lm[i] for i in keep_i]
+    dev_lm = compute_logmel(dev_u)
+    keep_d = [i for i, lm in enumerate(dev_lm) if n_stacked(lm.shape[0]) >= 1]
+    dev_u, dev_lm = [dev_u[i] for i in keep_d], [dev_lm[i] for i in keep_d]
+    by_lang = [[i for i, u in enumerate(train_u) if u.lang == lg] for lg in range(L)]
+    missing = [corpus.langs[lg] for lg in range(L) if not by_lang[lg]]
+    if missing:
+        raise CorpusError(f"{corpus.root}: no usable training utterance for {missing}")
+    lens = [np.array([n_stacked(train_lm[i].shape[0]) for i in ix]) for ix in by_lang]
+    hours = np.array([sum(train_u[i].n_samples for i in ix) / RATE / 3600 for ix in by_lang])
+    probs = hours / hours.sum()
+    load_s = time.monotonic() - t_load
+
+    run = {
+        "seed": int(seed),
+        "batch_seconds": float(batch_seconds),
+        "max_utts": int(max_utts),
+        "lr": float(lr),
+        "lr_final": float(lr_final),
+        "warmup": int(warmup),
+        "clip": float(clip),
+        "steps": None if steps is None else int(steps),
+        "eval_every": int(eval_every),
+        "dev_per_lang": int(dev_per_lang),
+        "wer_per_lang": int(wer_per_lang),
+        "train_limit": train_limit,
+        "train_utterances": len(train_u),
+    }
+    torch.manual_seed(seed)
+    model = RnntModel(cfg)
+    mean, std = feature_stats(train_lm)
+    model.set_feature_stats(mean, std)
+    opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
+    st: dict[str, Any] = {"step": 0, "epoch": [0] * L, "pos": [0] * L, "elapsed_s": 0.0, "audio_s": 0.0, "best_loss": math.inf,
+                          "best_step": None, "best_eval": None, "history": [], "runs": 0, "train_loss_sum": 0.0, "train_loss_n": 0,
+                          "train_lang_steps": [0] * L}  # fmt: skip
+    best_state: dict[str, torch.Tensor] | None = None
+    if resume and ckpt_p.is_file():
+        ck = torch.load(ckpt_p, map_location="cpu", weights_only=False)
+        if not isinstance(ck, dict) or ck.get("format") != CKPT_FORMAT:
+            raise ValueError(f"{ckpt_p}: not an RNN-T training checkpoint")
+        if ck["config"] != cfg.to_dict() or ck["run"] != run:
+            diff = {k: (v, ck["run"].get(k)) for k, v in run.items() if ck["run"].get(k) != v}
+            if ck["config"] != cfg.to_dict():
+                diff["config"] = "differs"
+            raise ValueError(f"{ckpt_p}: checkpoint of another run (now, checkpoint): {diff}; drop --resume or use another --ckpt")
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["opt"])
+        torch.set_rng_state(ck["torch_rng"])
+        st = ck["state"]
+        best_state = ck.get("best_state")
+    elif resume:
+        prog_note(f"no checkpoint at {ckpt_p}; starting from scratch")
+    st["runs"] += 1
+
+    budget_s = math.inf if minutes is None else float(minutes) * 60.0
+    prog = _Progress(steps, st["step"], quiet, log_every)
+    prog.note(
+        f"train rnnt {cfg.variant}: {len(train_u)} train utterances ({', '.join(f'{lg} {h:.2f} h' for lg, h in zip(corpus.langs, hours))}), "
+        f"{len(dev_u)} dev, vocab {list(cfg.vocab_sizes)}, {n_params(model) / 1e6:.2f} M parameters, {threads} thread(s), "
+        f"batches <= {batch_seconds:g} s padded / {max_utts} utts, budget {steps if steps is not None else '-'} steps / "
+        f"{minutes if minutes is not None else '-'} min, start at step {st['step']}, data loaded in {load_s:.0f} s"
+    )
+    t_run = time.monotonic()
+    base_elapsed = st["elapsed_s"]
+    batch_cache: dict[tuple[int, int], list[list[int]]] = {}
+    stop_signal: list[int] = []
+
+    def elapsed() -> float:
+        return base_elapsed + time.monotonic() - t_run
+
+    def batches_of(lg: int, ep: int) -> list[list[int]]:
+        key = (lg, ep)
+        if key not in batch_cache:
+            batch_cache.clear() if len(batch_cache) > 4 * L else None
+            rng = np.random.default_rng(np.random.SeedSequence([seed, 2, lg, ep]))
+            batch_cache[key] = make_batches(lens[lg], batch_frames, max_utts, rng)
+        return batch_cache[key]
+
+    def save_ckpt() -> None:
+        st["elapsed_s"] = elapsed()
+        _save(ckpt_p, {"format": CKPT_FORMAT, "config": cfg.to_dict(), "run": run, "model": model.state_dict(), "opt": opt.state_dict(),
+                       "torch_rng": torch.get_rng_state(), "state": st, "best_state": best_state})  # fmt: skip
+
+    def card(final: bool) -> dict[str, Any]:
+        return _model_card(cfg, model, corpus, run, st, hours, threads, out, final)
+
+    def write_best() -> None:
+        if best_state is None:
+            return
+        m = RnntModel(cfg)
+        m.load_state_dict(best_state)
+        meta = {"symbols": symbols, "variant": cfg.variant, "step": st["best_step"], "seed": seed, "card": out.with_suffix(".json").name,
+                "corpus_command": corpus.command}  # fmt: skip
+        save_model(out, m, meta=meta)
+
+    def validate() -> None:
+        nonlocal best_state
+        ev = evaluate(model, dev_u, dev_lm, wer_ids, sym_list, batch_frames, max_utts)
+        model.train()
+        tl = st["train_loss_sum"] / max(st["train_loss_n"], 1)
+        st["train_loss_sum"], st["train_loss_n"] = 0.0, 0
+        rec = {"step": st["step"], "elapsed_s": round(elapsed(), 1), "audio_h": round(st["audio_s"] / 3600, 3), "train_loss": round(tl, 4),
+               **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in ev.items() if k != "examples"}}  # fmt: skip
+        st["history"].append(rec)
+        improved = ev["loss"] < st["best_loss"]
+        if improved:
+            st["best_loss"], st["best_step"], st["best_eval"] = ev["loss"], st["step"], {**rec, "examples": ev.get("examples")}
+            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        save_ckpt()
+        if improved:
+            write_best()
+        out.with_suffix(".json").parent.mkdir(parents=True, exist_ok=True)
+        out.with_suffix(".json").write_text(json.dumps(card(False), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        wer = " ".join(f"{k} {v * 100:.1f}" for k, v in ev.get("wer_per_lang", {}).items())
+        lid = f", LID acc {ev['lid_acc'] * 100:.1f} %" if "lid_acc" in ev else ""
+        prog.note(f"[eval] step {st['step']}: train loss {tl:.3f}, dev loss {ev['loss']:.3f} (rnnt {ev['rnnt_loss']:.3f}{lid}), "
+                  f"dev WER % {wer}{' *best*' if improved else ''}, {elapsed() / 60:.1f} min")  # fmt: skip
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop_signal.append(signum)
+
+    old_handlers = {}
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            old_handlers[sig] = signal.signal(sig, on_signal)
+        except ValueError:  # not the main thread
+            pass
+    model.train()
+    last_ckpt = time.monotonic()
+    win_sum, win_n = 0.0, 0
+    t_rate, s_rate, a_rate = time.monotonic(), st["step"], st["audio_s"]
+    try:
+        while True:
+            if (steps is not None and st["step"] >= steps) or elapsed() >= budget_s or stop_signal:
+                break
+            k = st["step"]
+            lg = int(np.random.default_rng(np.random.SeedSequence([seed, 1, k])).choice(L, p=probs))
+            bl = batches_of(lg, st["epoch"][lg])
+            sel = [by_lang[lg][j] for j in bl[st["pos"][lg]]]
+            st["pos"][lg] += 1
+            if st["pos"][lg] >= len(bl):
+                st["epoch"][lg] += 1
+                st["pos"][lg] = 0
+            x, fl, y, tl = collate([train_u[i] for i in sel], [train_lm[i] for i in sel])
+            for g in opt.param_groups:
+                g["lr"] = lr_at(k, run)
+            res = model(x, fl, y, tl, lg)
+            loss = res["loss"]
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            opt.step()
+            lv = float(loss.detach())
+            if not math.isfinite(lv):
+                raise FloatingPointError(f"non-finite training loss at step {k} (language {corpus.langs[lg]})")
+            st["step"] += 1
+            st["audio_s"] += sum(train_u[i].n_samples for i in sel) / RATE
+            st["train_loss_sum"] += lv
+            st["train_loss_n"] += 1
+            st["train_lang_steps"][lg] += 1
+            win_sum += lv
+            win_n += 1
+            if on_step is not None:
+                on_step(st["step"], lv)
+            now = time.monotonic()
+            if st["step"] % log_every == 0:
+                dt = max(now - t_rate, 1e-9)
+                sps, aps = (st["step"] - s_rate) / dt, (st["audio_s"] - a_rate) / dt
+                t_rate, s_rate, a_rate = now, st["step"], st["audio_s"]
+                eta = "" if steps is None or sps <= 0 else f", ETA {(steps - st['step']) / sps / 60:.0f} min"
+                prog.step(st["step"], f"loss {win_sum / max(win_n, 1):.3f} lr {lr_at(k, run):.2e} {sps:.2f} steps/s {aps:.0f} audio-s/s "
+                                      f"{st['audio_s'] / 3600:.2f} h seen, {elapsed() / 60:.1f} min{eta}")  # fmt: skip
+                win_sum, win_n = 0.0, 0
+            if st["step"] % eval_every == 0:
+                validate()
+                last_ckpt = time.monotonic()
+            elif now - last_ckpt > ckpt_minutes * 60:
+                save_ckpt()
+                last_ckpt = now
+        if stop_signal:
+            save_ckpt()
+            prog.note(f"signal {stop_signal[0]}: checkpoint written at step {st['step']} ({ckpt_p.name}); continue with --resume")
+            prog.close()
+            return card(False)
+        if not st["history"] or st["history"][-1]["step"] != st["step"]:
+            validate()
+        else:
+            save_ckpt()
+    finally:
+        for sig, h in old_handlers.items():
+            signal.signal(sig, h)
+    prog.close()
+    done = (steps is not None and st["step"] >= steps) or elapsed() >= budget_s
+    c = card(done)
+    out.with_suffix(".json").write_text(json.dumps(c, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    prog.note(f"{'finished' if done else 'stopped'} at step {st['step']}: best dev loss {st['best_loss']:.3f} at step {st['best_step']}; "
+              f"weights {out.name}, card {out.with_suffix('.json').name}")  # fmt: skip
+    return c
+
+
+def _model_card(cfg: RnntConfig, model: RnntModel, corpus: AsrCorpus, run: dict[str, Any], st: dict[str, Any], hours: np.ndarray,
+                threads: int, out: Path, final: bool) -> dict[str, Any]:  # fmt: skip
+    from streamkit.cli import machine_info
+
+    elapsed = st["elapsed_s"]
+    return {
+        "model": f"streamkit.models.rnnt ({cfg.variant}), multilingual streaming RNN-T (Joshi et al. 2021, multi-softmax)",
+        "variant": cfg.variant,
+        "weights": out.name,
+        "status": "finished" if final else "in progress",
+        "config": cfg.to_dict(),
+        "n_params": n_params(model),
+        "size_note": "scaled down from the paper's 6x1024 encoder / 2x1024 prediction LSTMs (about 69 M parameters) so that CPU "
+        "training fits a few hours on one thread of a 2-core machine",
+        "features": "80 log-mel (25 ms / 10 ms, 8 kHz), 8 frames stacked, 30 ms shift (streamkit.models.features); per-dimension "
+        "normalisation from the training data",
+        "corpus": {
+            "command": corpus.command,
+            "languages": corpus.langs,
+            "train_hours": {lg: round(float(h), 3) for lg, h in zip(corpus.langs, hours)},
+            "train_utterances": run["train_utterances"],
+            "vocab_sizes": list(cfg.vocab_sizes),
+        },
+        "training": {
+            "command": _command(cfg, run, threads, out),
+            "budget": {"steps": run["steps"], "note": "same --steps (and batch settings) for every variant"},
+            "seed": run["seed"],
+            "steps": st["step"],
+            "audio_hours_seen": round(st["audio_s"] / 3600, 3),
+            "steps_per_language": dict(zip(cfg.languages, st["train_lang_steps"])),
+            "wall_time_s": round(elapsed, 1),
+            "runs": st["runs"],
+            "threads": threads,
+            "batching": f"one language per mini-batch, language ~ training hours; length-bucketed, <= {run['batch_seconds']:g} s padded "
+            f"audio and <= {run['max_utts']} utterances per batch",
+            "optimiser": f"Adam (0.9, 0.98), eps 1e-9, lr {run['lr']:g}, linear warm-up {run['warmup']} steps"
+            + (f", cosine decay to {run['lr_final']:g} x lr at step {run['steps']}" if run["steps"] else ", then constant")
+            + f", gradient norm clip {run['clip']:g}",
+            "loss": "RNN-T (mean per utterance)" + (f" + {cfg.lid_weight:g} x frame-level LID cross-entropy" if cfg.has_lid else ""),
+            "steps_per_s": round(st["step"] / elapsed, 4) if elapsed > 0 else None,
+            "audio_s_per_s": round(st["audio_s"] / elapsed, 2) if elapsed > 0 else None,
+        },
+        "dev": {
+            "subset": f"{run['dev_per_lang']} utterances per language (loss, LID), {run['wer_per_lang']} of them for WER; speakers unseen in training",
+            "wer_rule": "greedy search with the language known, at most 3 symbols per frame",
+            "best_step": st["best_step"],
+            "best": st["best_eval"],
+            "history": st["history"],
+        },
+        "torch": torch.__version__,
+        "machine": machine_info(),
+        "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def _command(cfg: RnntConfig, run: dict[str, Any], threads: int, out: Path) -> str:
+    d = RnntConfig().to_dict()
+    c = cfg.to_dict()
+    size = " ".join(f"--{k.replace('_', '-')} {c[k]}" for k in ("enc_layers", "enc_hidden", "pred_layers", "pred_hidden", "embed_dim",
+                                                                 "joint_dim", "dropout", "lid_weight") if c[k] != d[k])  # fmt: skip
+    cmd = f"streamkit train rnnt --corpus CORPUS --variant {cfg.variant} --out {out.name} --seed {run['seed']}"
+    if run["steps"] is not None:
+        cmd += f" --steps {run['steps']}"
+    cmd += f" --batch-seconds {run['batch_seconds']:g} --max-utts {run['max_utts']} --lr {run['lr']:g} --warmup {run['warmup']}"
+    cmd += f" --eval-every {run['eval_every']} --threads {threads}"
+    return cmd + (" " + size if size else "")
+
+
+# --------------------------------------------------------------------------------------------
+# CLI
+# --------------------------------------------------------------------------------------------
+
+
+def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    d = RnntConfig()
+    p.add_argument("--corpus", required=True, metavar="DIR", help="a corpus from `streamkit corpus asr` (train/dev splits)")
+    p.add_argument("--variant", choices=VARIANTS, default="lid", help="model variant (default lid: multi-softmax with integrated LID)")
+    p.add_argument("--out", required=True, metavar="PATH", help="weight file (.pt) to write; the model card goes next to it as .json")
+    p.add_argument("--steps", type=int, default=None, help="total optimiser steps over resumed runs (the budget; sets the LR schedule)")
+    p.add_argument("--minutes", type=float, default=None, help="training wall-time cap in minutes, summed over resumed runs")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    p.add_argument("--resume", action="store_true", help="continue from the checkpoint (bit-for-bit as an uninterrupted run)")
+    p.add_argument("--ckpt", default=None, metavar="PATH", help="checkpoint (default: <out stem>.ckpt next to --out)")
+    p.add_argument("--ckpt-minutes", type=float, default=5.0, help="checkpoint at least this often (default 5 min)")
+    p.add_argument("--batch-seconds", type=float, default=32.0, help="padded audio seconds per mini-batch (default 32)")
+    p.add_argument("--max-utts", type=int, default=32, help="at most this many utterances per mini-batch (default 32)")
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--lr-final", type=float, default=0.05, help="final LR as a fraction of --lr (cosine decay; needs --steps)")
+    p.add_argument("--warmup", type=int, default=300, help="linear LR warm-up steps (default 300)")
+    p.add_argument("--clip", type=float, default=5.0, help="gradient norm clip (default 5)")
+    p.add_argument("--eval-every", type=int, default=500, help="dev evaluation + checkpoint every N steps (default 500)")
+    p.add_argument("--dev-per-lang", type=int, default=60, help="dev utterances per language for loss/LID (default 60)")
+    p.add_argument("--wer-per-lang", type=int, default=30, help="of those, decoded for the dev WER (default 30)")
+    p.add_argument("--train-limit", type=int, default=None, help="at most N training utterances per language (quick runs)")
+    p.add_argument("--log-every", type=int, default=25, help="progress line every N steps when not on a terminal")
+    g = p.add_argument_group("model size (defaults of RnntConfig)")
+    for name in ("enc_layers", "enc_hidden", "pred_layers", "pred_hidden", "embed_dim", "joint_dim"):
+        g.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(d, name))
+    g.add_argument("--dropout", type=float, default=d.dropout)
+    g.add_argument("--lid-weight", type=float, default=d.lid_weight, help="weight of the LID cross-entropy (lid variant)")
+    p.add_argument("--quiet", action="store_true")
+    return p
+
+
+def run_from_args(ns: argparse.Namespace) -> int:
+    try:
+        cfg = RnntConfig(variant=ns.variant, enc_layers=ns.enc_layers, enc_hidden=ns.enc_hidden, pred_layers=ns.pred_layers,
+                         pred_hidden=ns.pred_hidden, embed_dim=ns.embed_dim, joint_dim=ns.joint_dim, dropout=ns.dropout,
+                         lid_weight=ns.lid_weight)  # fmt: skip
+        if ns.threads < 1:
+            raise ValueError(f"--threads must be >= 1, got {ns.threads}")
+        train(ns.corpus, ns.out, cfg=cfg, steps=ns.steps, minutes=ns.minutes, seed=ns.seed, resume=ns.resume, ckpt=ns.ckpt,
+              batch_seconds=ns.batch_seconds, max_utts=ns.max_utts, lr=ns.lr, lr_final=ns.lr_final, warmup=ns.warmup, clip=ns.clip,
+              threads=ns.threads, eval_every=ns.eval_every, ckpt_minutes=ns.ckpt_minutes, dev_per_lang=ns.dev_per_lang,
+              wer_per_lang=ns.wer_per_lang, train_limit=ns.train_limit, log_every=ns.log_every, quiet=ns.quiet)  # fmt: skip
+    except (CorpusError, ValueError) as exc:
+        print(f"streamkit train rnnt: error: {exc}", file=sys.stderr)
+        return 2
+    return 0

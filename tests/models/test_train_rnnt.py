@@ -1,0 +1,174 @@
+"""streamkit train rnnt: a tiny run lowers the loss, --resume is bit-exact, corpus errors are clear, the weights load in models.rnnt_asr."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+
+from streamkit.data.asr_corpus import FORMAT, Vocab
+from streamkit.models.rnnt import load_model
+from streamkit.train import rnnt as tr
+
+torch.set_num_threads(1)
+
+RATE = 8000
+LETTERS = {"en": "abc", "hi": "kmn"}
+TONE = {ch: 300 + 250 * i for i, ch in enumerate("abckmn")}
+
+
+def _audio(text: str, rng: np.random.Generator) -> np.ndarray:
+    """A tone of its own frequency per grapheme (90 ms), a short pause between words."""
+    parts = [np.zeros(800, np.float32)]
+    for w in text.split():
+        for ch in w:
+            t = np.arange(720) / RATE
+            parts.append((0.3 * np.sin(2 * np.pi * TONE[ch] * t)).astype(np.float32))
+        parts.append(np.zeros(400, np.float32))
+    parts.append(np.zeros(800, np.float32))
+    x = np.concatenate(parts)
+    return x + 0.003 * rng.standard_normal(x.shape[0]).astype(np.float32)
+
+
+def make_corpus(root, n_train=(12, 6), n_dev=3, seed=0):
+    """A fake corpus in the ``streamkit corpus asr`` layout: two languages, three graphemes each."""
+    rng = np.random.default_rng(seed)
+    vocab = {}
+    for lg, chars in LETTERS.items():
+        v = Vocab(lg, ("<blank>", *chars, *("B_" + c for c in chars)))
+        (root / "vocab").mkdir(parents=True, exist_ok=True)
+        v.save(root / "vocab" / f"{lg}.json")
+        vocab[lg] = v
+    for split, counts in (("train", n_train), ("dev", (n_dev, n_dev)), ("test", (n_dev, n_dev))):
+        recs = []
+        for (lg, chars), n in zip(LETTERS.items(), counts):
+            (root / split / lg).mkdir(parents=True, exist_ok=True)
+            for i in range(n):
+                words = ["".join(rng.choice(list(chars), size=int(rng.integers(1, 4)))) for _ in range(int(rng.integers(1, 4)))]
+                text = " ".join(words)
+                x = _audio(text, rng)
+                rel = f"{split}/{lg}/{lg}_{split}_{i:06d}.wav"
+                sf.write(root / rel, x, RATE, subtype="PCM_16")
+                recs.append({"id": f"{lg}_{split}_{i:06d}", "lang": lg, "split": split, "path": rel, "text": text, "n_samples": len(x)})
+        with open(root / f"{split}.jsonl", "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(r) + "\n" for r in recs)
+    man = {"format": FORMAT, "command": "fake tones (tests)", "hours_per_language": {"en": 0.01, "hi": 0.01}}
+    (root / "manifest.json").write_text(json.dumps(man))
+    return root
+
+
+TINY = tr.RnntConfig(variant="lid", enc_layers=1, enc_hidden=32, pred_hidden=24, embed_dim=8, joint_dim=24)
+KW = dict(batch_seconds=4.0, max_utts=4, lr=5e-3, warmup=3, dev_per_lang=3, wer_per_lang=2, quiet=True, threads=1)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return make_corpus(tmp_path_factory.mktemp("asr"))
+
+
+def test_tiny_run_lowers_the_loss(corpus, tmp_path):
+    losses = []
+    card = tr.train(corpus, tmp_path / "m.pt", cfg=TINY, steps=40, eval_every=20, seed=3, on_step=lambda s, v: losses.append(v), **KW)
+    assert len(losses) == 40
+    assert np.mean(losses[-8:]) < 0.6 * np.mean(losses[:8]), losses
+    hist = card["dev"]["history"]
+    assert [h["step"] for h in hist] == [20, 40] and hist[-1]["rnnt_loss"] < hist[0]["rnnt_loss"]
+    assert set(hist[-1]["wer_per_lang"]) == {"en", "hi"} and 0 <= hist[-1]["lid_acc"] <= 1
+    assert card["variant"] == "lid" and card["training"]["steps"] == 40 and card["corpus"]["command"] == "fake tones (tests)"
+    assert card["status"] == "finished" and card["n_params"] > 0 and "machine" in card
+    on_disk = json.loads((tmp_path / "m.json").read_text())
+    assert on_disk["training"]["steps"] == 40 and str(tmp_path) not in json.dumps(on_disk)
+    model, meta = load_model(tmp_path / "m.pt")
+    assert meta["symbols"]["en"] == ["<blank>", "a", "b", "c", "B_a", "B_b", "B_c"] and meta["step"] == card["dev"]["best_step"]
+    assert model.cfg.languages == ("en", "hi") and model.cfg.vocab_sizes == (7, 7)
+    assert float(model.feat_std.min()) > 0 and float(model.feat_mean.abs().sum()) > 0  # stats from the training data
+
+
+class _Killed(Exception):
+    pass
+
+
+def test_resume_is_bit_exact(corpus, tmp_path):
+    cfg = tr.RnntConfig(**{**TINY.to_dict(), "variant": "multisoftmax", "dropout": 0.0})
+    kw = dict(cfg=cfg, steps=16, eval_every=5, seed=1, **KW)
+    tr.train(corpus, tmp_path / "a.pt", **kw)
+
+    def kill(step, loss):
+        if step == 13:
+            raise _Killed
+
+    with pytest.raises(_Killed):
+        tr.train(corpus, tmp_path / "b.pt", on_step=kill, **kw)
+    ck = torch.load(tmp_path / "b.ckpt", weights_only=False)
+    assert ck["state"]["step"] == 10  # the last checkpoint before the kill
+    card = tr.train(corpus, tmp_path / "b.pt", resume=True, **kw)
+    assert card["training"]["runs"] == 2 and card["training"]["steps"] == 16
+    a = torch.load(tmp_path / "a.ckpt", weights_only=False)
+    b = torch.load(tmp_path / "b.ckpt", weights_only=False)
+    for k, v in a["model"].items():
+        assert torch.equal(v, b["model"][k]), k
+    strip = lambda h: [{k: v for k, v in r.items() if k != "elapsed_s"} for r in h]  # noqa: E731
+    assert strip(a["state"]["history"]) == strip(b["state"]["history"])
+    with pytest.raises(ValueError, match="another run"):
+        tr.train(corpus, tmp_path / "b.pt", resume=True, **{**kw, "seed": 2})
+
+
+def test_corpus_errors(corpus, tmp_path, capsys):
+    with pytest.raises(tr.CorpusError, match="not found"):
+        tr.AsrCorpus(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(tr.CorpusError, match="no manifest.json"):
+        tr.AsrCorpus(tmp_path / "empty")
+    bad = tmp_path / "bad"
+    shutil.copytree(corpus, bad)
+    (bad / "manifest.json").write_text("{not json")
+    with pytest.raises(tr.CorpusError, match="not valid JSON"):
+        tr.AsrCorpus(bad)
+    (bad / "manifest.json").write_text(json.dumps({"format": "other"}))
+    with pytest.raises(tr.CorpusError, match="format"):
+        tr.AsrCorpus(bad)
+    shutil.copy(corpus / "manifest.json", bad / "manifest.json")
+    first = json.loads((bad / "train.jsonl").read_text().splitlines()[0])
+    (bad / first["path"]).unlink()
+    with pytest.raises(tr.CorpusError, match="audio file missing"):
+        tr.train(bad, tmp_path / "x.pt", cfg=TINY, steps=2, **KW)
+    (bad / "dev.jsonl").unlink()
+    with pytest.raises(tr.CorpusError, match="no dev.jsonl"):
+        tr.train(bad, tmp_path / "x.pt", cfg=TINY, steps=2, **KW)
+    with open(bad / "train.jsonl", "a") as f:
+        f.write(json.dumps({**first, "text": "xyz"}) + "\n")
+    with pytest.raises(tr.CorpusError, match="train.jsonl:.*not in the vocabulary"):
+        tr.AsrCorpus(bad).split("train")
+    # the CLI prints one line and returns 2
+    ns = tr.add_arguments(argparse.ArgumentParser()).parse_args(
+        ["--corpus", str(tmp_path / "empty"), "--out", str(tmp_path / "y.pt"), "--steps", "1"]
+    )
+    assert tr.run_from_args(ns) == 2
+    assert "streamkit train rnnt: error:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("variant", ["lid", "vanilla"])
+def test_cli_weights_load_in_rnnt_asr(corpus, tmp_path, variant):
+    from streamkit.models.rnnt_stream import RnntAsr
+    from streamkit.testing import run_block
+
+    out = tmp_path / f"{variant}.pt"
+    args = ["--corpus", str(corpus), "--variant", variant, "--out", str(out), "--steps", "6", "--eval-every", "3", "--enc-layers", "1",
+            "--enc-hidden", "16", "--pred-hidden", "16", "--embed-dim", "8", "--joint-dim", "16", "--batch-seconds", "4", "--max-utts", "4",
+            "--dev-per-lang", "2", "--wer-per-lang", "1", "--quiet"]  # fmt: skip
+    ns = tr.add_arguments(argparse.ArgumentParser()).parse_args(args)
+    assert tr.run_from_args(ns) == 0
+    assert out.is_file() and out.with_suffix(".json").is_file() and out.with_suffix(".ckpt").is_file()
+    rec = json.loads((corpus / "test.jsonl").read_text().splitlines()[0])
+    x, _ = sf.read(corpus / rec["path"], dtype="float32")
+    r = run_block(RnntAsr(model=str(out), utterance_mode="always", beam=2), x, rate=RATE, sizes=333)
+    kinds = [e.kind for e in r.events]
+    assert "asr.final" in kinds and "lid.result" in kinds
+    fin = next(e.payload for e in r.events if e.kind == "asr.final")
+    assert fin.lang in ("en", "hi") or (variant == "vanilla" and not fin.text)  # vanilla: the language of its tokens
+    assert set(fin.text) <= set("abckmn ")
