@@ -38,6 +38,7 @@ BUILTIN_MODULES = (
     "streamkit.data.hf_channel",
     "streamkit.models.sad_dnn_block",  # models.sad_dnn (CNN-GRU SAD)
     "streamkit.models.rnnt_stream",  # models.rnnt_asr (multilingual RNN-T, no shipped weights yet)
+    "streamkit.models.sed_stream",  # models.sed (sliding-window SED CRNN)
 )
 
 _loaded = False

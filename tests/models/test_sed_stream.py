@@ -1,0 +1,404 @@
+"""Sliding-window SED block ``models.sed``, its offline twin ``sed_file`` and ``streamkit sed``.
+
+A tiny randomly initialised CRNN (16 mel bins, 3 conv layers, GRU 1 x 8) on the real front end
+(16 kHz, n_fft 2048, hop 256, time pooling 4), windows of 3 s every 0.5 s so the tests stay fast.
+Random weights give flat probabilities, so the thresholds are set per class from the probabilities
+of the test signal itself (quantiles), which yields several events per class.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+
+from streamkit.core.errors import ConfigError, ModelError
+from streamkit.core.graph import Graph
+from streamkit.core.registry import lookup
+from streamkit.core.tags import Gap, GapCause
+from streamkit.eval.sed import read_strong_tsv
+from streamkit.models import sed_stream as ss
+from streamkit.models.sed_crnn import SedConfig, SedModel, frame_span, log_mel, receptive_field, save_model
+from streamkit.models.sed_stream import SedBlock, SedEngine, sed_file
+from streamkit.testing import assert_chunking_invariant, run_block
+
+torch.set_num_threads(1)
+
+RATE = 16000
+W, H = 3.0, 0.5
+CLASSES = ("a", "b", "c", "d")
+
+
+def tiny_cfg() -> SedConfig:
+    return SedConfig(n_mels=16, n_classes=4, classes=CLASSES, channels=(4, 8, 8), pool_time=(2, 2, 1), pool_freq=(2, 2, 4), rnn_hidden=8,
+                     rnn_layers=1, dropout=0.0, domain_hidden=8)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def model() -> SedModel:
+    torch.manual_seed(0)
+    m = SedModel(tiny_cfg())
+    with torch.no_grad():  # non-trivial batch-norm statistics, so that edges and context matter
+        for mod in m.modules():
+            if isinstance(mod, torch.nn.BatchNorm2d):
+                mod.running_mean.normal_(0, 0.5)
+                mod.running_var.uniform_(0.5, 2.0)
+    return m.eval()
+
+
+@pytest.fixture(scope="module")
+def weights(model: SedModel, tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(save_model(tmp_path_factory.mktemp("sed") / "tiny_sed.pt", model))
+
+
+def signal(seconds: float, seed: int = 0) -> np.ndarray:
+    """Noise with bursts of tones and loud noise, so the probabilities move."""
+    rng = np.random.default_rng(seed)
+    n = int(round(seconds * RATE))
+    t = np.arange(n) / RATE
+    x = rng.standard_normal(n) * 0.01
+    for _ in range(int(seconds * 1.5)):
+        a = int(rng.integers(0, max(n - 1, 1)))
+        b = min(n, a + int(rng.integers(RATE // 5, RATE)))
+        f = rng.uniform(200, 4000)
+        x[a:b] += (0.3 * np.sin(2 * np.pi * f * t[a:b]) + rng.standard_normal(b - a) * rng.uniform(0, 0.3)) * rng.uniform(0.2, 1.0)
+    return x.astype(np.float32)
+
+
+X = signal(7.3)  # not a multiple of H, longer than W
+
+
+@pytest.fixture(scope="module")
+def post(model: SedModel) -> dict:
+    """Per-class thresholds from quantiles of the signal's own smoothed probabilities."""
+    r = sed_file(X, model, W, H)
+    return {
+        "threshold_high": [float(v) for v in np.quantile(r.smoothed, 0.7, axis=0)],
+        "threshold_low": [float(v) for v in np.quantile(r.smoothed, 0.45, axis=0)],
+        "median_s": 0.2,
+    }
+
+
+def block(weights: str, post: dict, **kw) -> SedBlock:
+    return SedBlock(weights=weights, window_s=W, hop_s=H, emit_frames=True, **{**post, **kw})
+
+
+def frames_of(run) -> np.ndarray:
+    evs = run.events_of(ss.SED_FRAMES)
+    return np.array([r for e in evs for r in e.payload.probs], dtype=np.float32).reshape(-1, len(CLASSES))
+
+
+def reference_probs(model: SedModel, x: np.ndarray, window_s: float, hop_s: float) -> np.ndarray:
+    """The definition, computed independently: CNN over the whole signal, BiGRU + head per window, mean per frame."""
+    cfg = model.cfg
+    with torch.inference_mode():
+        cnn = model.frontend(log_mel(torch.from_numpy(x), cfg)[None])[0]
+        K = cnn.shape[0]
+        F = cfg.hop * cfg.time_pool
+        lf = math.ceil(int(round(window_s * RATE)) / F)
+        hs = int(round(hop_s * RATE))
+        acc = np.zeros((K, cfg.n_classes))
+        cnt = np.zeros(K)
+        m = 0
+        while (m * hs) // F < K:
+            a = (m * hs) // F
+            e = min(a + lf, K)
+            acc[a:e] += model.ft(model.F.backend(cnn[None, a:e]))["frame"][0].numpy()
+            cnt[a:e] += 1
+            m += 1
+    return acc / cnt[:, None]
+
+
+def det_key(d) -> tuple:
+    return (d.label, d.onset, d.offset, round(d.confidence, 12), round(d.peak, 12), d.open_start, d.open_end)
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def test_instance_and_registry():
+    assert lookup("models.sed") is SedBlock
+    b = SedBlock(weights="x.pt")
+    assert b.params() == {"weights": "x.pt"}
+    # the default model's geometry: 10 s / 1 s windows, 7-frame median, 384 ms CNN look-ahead
+    assert b.algorithmic_latency() == 1024 * (157 + 3) + 256 * (24 - 1) + 2048 - 896 == 170880
+
+
+def test_module_constants_match_the_model():
+    cfg = SedConfig()
+    assert (ss.RATE, ss.N_FFT, ss.HOP, ss.TIME_POOL) == (cfg.rate, cfg.n_fft, cfg.hop, cfg.time_pool)
+    assert (ss.RF_BEFORE, ss.RF_AFTER) == receptive_field(cfg)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"hop_s": 0.01},  # shorter than a frame
+        {"window_s": 2.0, "hop_s": 3.0},  # frames skipped
+        {"window_s": 0.0},
+        {"threshold_high": 0.2, "threshold_low": 0.5},
+        {"threshold_high": 1.5},
+        {"median_s": -1},
+        {"median_s": []},
+        {"threads": 0},
+        {"weights": ""},
+    ],
+)
+def test_rejects_bad_config(kw):
+    with pytest.raises(ConfigError):
+        SedBlock(**{"weights": "x.pt", **kw})
+
+
+def test_per_class_parameters_are_checked_against_the_model(model):
+    with pytest.raises(ConfigError, match="unknown classes"):
+        SedEngine(model, threshold_high={"dog": 0.5})
+    with pytest.raises(ConfigError, match="4 classes"):
+        SedEngine(model, median_s=[0.1, 0.2])
+    e = SedEngine(model, median_s={"a": 0.0, "b": 0.7}, threshold_high=[0.5, 0.6, 0.7, 0.8])
+    assert e.geo.median_half == (0, 5, 3, 3)  # missing classes get the default 0.45 s = 7 frames
+    assert e.high.tolist() == [0.5, 0.6, 0.7, 0.8]
+
+
+def test_geometry_and_frame_grid(model):
+    g = SedEngine(model, window_s=W, hop_s=H).geo
+    assert g.frame_hop == 1024 and g.win_frames == 47  # ceil(3 s / 64 ms)
+    assert [g.window_start(m) for m in range(5)] == [0, 7, 15, 23, 31]  # 8000 / 1024 = 7.8 frames on average
+    lo, hi = frame_span(np.arange(3), model.cfg)
+    assert np.allclose(lo * RATE, g.frame_offset + g.frame_hop * np.arange(3))
+    assert (g.ctx_before, g.ctx_after) == (8, 8)
+
+
+def test_matches_independent_reference(model):
+    r = sed_file(X, model, W, H)
+    ref = reference_probs(model, X, W, H)
+    assert r.probs.shape == ref.shape
+    np.testing.assert_allclose(r.probs, ref, atol=2e-6)
+
+
+def test_cache_on_and_off_agree(model, post):
+    a = sed_file(X, model, W, H, cache=True, **post)
+    b = sed_file(X, model, W, H, cache=False, **post)
+    assert a.windows == b.windows
+    np.testing.assert_allclose(a.probs, b.probs, atol=2e-6)
+    assert [(d.label, d.onset, d.offset) for d in a.detections] == [(d.label, d.onset, d.offset) for d in b.detections]
+    assert len(a.detections) >= 4
+
+
+def test_cached_cnn_equals_whole_signal_cnn(model):
+    eng = SedEngine(model, window_s=W, hop_s=H)
+    x = signal(12.0, seed=3)
+    with torch.inference_mode():
+        whole = model.frontend(log_mel(torch.from_numpy(x), model.cfg)[None])[0]
+    seen = 0
+    for i in range(0, x.shape[0], 3000):
+        eng.push(x[i : i + 3000])
+        c0, c = eng._cnn0, eng._cnn
+        np.testing.assert_allclose(c.numpy(), whole[c0 : c0 + c.shape[0]].numpy(), atol=1e-6)
+        seen = max(seen, c0 + c.shape[0])
+    assert seen > whole.shape[0] - 20
+
+
+@pytest.mark.parametrize("median_s, hyst", [([0.0, 0.2, 0.45, 1.0], True), (0.45, False)])
+def test_postprocessing_equals_sed_post(model, median_s, hyst):
+    """The incremental median filter and hysteresis give what sed_post gives on the whole probability array."""
+    from streamkit.models.sed_post import frames_to_events, median_filter, median_frames
+
+    x = signal(14.0, seed=4)
+    sm = sed_file(x, model, W, H, median_s=median_s).smoothed
+    high = [float(v) for v in np.quantile(sm, 0.7, axis=0)]
+    low = [float(v) for v in np.quantile(sm, 0.4, axis=0)] if hyst else None
+    r = sed_file(x, model, W, H, median_s=median_s, threshold_high=high, threshold_low=low)
+    med = [median_frames(m, 0.064) for m in np.broadcast_to(median_s, 4)]
+    np.testing.assert_array_equal(r.smoothed.astype(np.float64), median_filter(r.probs, med))
+    want = frames_to_events(r.probs, model.cfg, threshold=high, off_threshold=low, median=med, decimals=None)
+    got = sorted(r.detections, key=lambda d: (d.onset, d.class_index, d.offset))
+    assert [d.label for d in got] == [w[0] for w in want]
+    np.testing.assert_allclose([(d.onset_s, d.offset_s) for d in got], [(on, off) for _, on, off, _ in want], atol=1e-12)
+    np.testing.assert_allclose([d.confidence for d in got], [c for *_, c in want], rtol=1e-12)
+    assert len(want) >= 8
+
+
+def test_chunking_invariance(weights, post):
+    ref = assert_chunking_invariant(lambda: block(weights, post), X, rate=RATE, sizes=("all", 7, 160, 3001, "random"))
+    assert len(ref.events_of(ss.SED_DETECTION)) >= 4
+    assert frames_of(ref).shape[0] > 100
+
+
+def test_block_equals_offline(weights, model, post):
+    run = run_block(block(weights, post), X, rate=RATE, sizes=1234)
+    off = sed_file(X, model, W, H, **post)
+    np.testing.assert_array_equal(frames_of(run), off.probs)
+    got = [e.payload for e in run.events_of(ss.SED_DETECTION)]
+    assert [det_key(d) for d in got] == [det_key(d) for d in off.detections]
+    for e, d in zip(run.events_of(ss.SED_DETECTION), got):
+        assert e.span == (d.onset, d.offset)
+        assert d.onset_s == d.onset / RATE and d.offset_s == d.offset / RATE
+    # emitted once final, in order of their offsets
+    offs = [d.offset for d in got]
+    assert offs == sorted(offs)
+    assert run.stats["blocks"]["dut"]["rtf"] is not None
+
+
+@pytest.mark.parametrize("seconds", [0.1, 0.2, 1.3, 3.0, 3.37, 5.0])
+def test_short_and_odd_lengths(model, weights, seconds):
+    x = signal(seconds, seed=7)
+    r = sed_file(x, model, W, H, threshold_high=0.0, threshold_low=0.0)
+    K = ((x.shape[0] - 2048) // 256 + 1) // 4 if x.shape[0] >= 2048 else 0
+    assert r.probs.shape == (K, 4)
+    if K == 0:
+        assert r.detections == []
+        return
+    np.testing.assert_allclose(r.probs, reference_probs(model, x, W, H), atol=2e-6)
+    # thresholds 0: one event per class covering every frame
+    assert [(d.label, d.onset, d.offset, d.open_start, d.open_end) for d in r.detections] == [(c, 896, 896 + 1024 * K, True, True) for c in CLASSES]
+    run = run_block(SedBlock(weights=weights, window_s=W, hop_s=H, emit_frames=True, threshold_high=0.0, threshold_low=0.0), x, rate=RATE)
+    np.testing.assert_array_equal(frames_of(run), r.probs)
+
+
+def test_no_overlap_window_equals_hop(model):
+    x = signal(7.0, seed=2)
+    r = sed_file(x, model, 2.0, 2.0)
+    np.testing.assert_allclose(r.probs, reference_probs(model, x, 2.0, 2.0), atol=2e-6)
+
+
+def test_gap_ends_segment(weights, model):
+    x = signal(9.0, seed=5)
+    g = 5 * RATE + 123
+    gap = Gap(lost=4000, cause=GapCause.XRUN)
+    kw = dict(weights=weights, window_s=W, hop_s=H, emit_frames=True, threshold_high=0.0, threshold_low=0.0)
+    run = run_block(SedBlock(**kw), x, rate=RATE, sizes=1000, gaps=[(g, gap)])
+    dets = [e.payload for e in run.events_of(ss.SED_DETECTION)]
+    # one event per class and segment, cut at the gap, flagged on both sides
+    k1 = ((g - 2048) // 256 + 1) // 4
+    k2 = ((x.shape[0] - g - 2048) // 256 + 1) // 4
+    assert [(d.label, d.onset, d.offset) for d in dets] == [(c, 896, 896 + 1024 * k1) for c in CLASSES] + [
+        (c, g + 896, g + 896 + 1024 * k2) for c in CLASSES
+    ]
+    assert all(d.open_end and d.gap_after == gap and d.gap_before is None for d in dets[:4])
+    assert all(d.open_start and d.gap_before == gap and d.gap_after is None for d in dets[4:])
+    # each segment is processed as its own stream: probabilities as the offline function on each part
+    a, b = sed_file(x[:g], model, W, H), sed_file(x[g:], model, W, H)
+    np.testing.assert_array_equal(frames_of(run), np.concatenate([a.probs, b.probs]))
+    origins = sorted({e.payload.origin for e in run.events_of(ss.SED_FRAMES)})
+    assert origins == [0, g]
+    # chunking invariant with the gap too
+    assert_chunking_invariant(lambda: SedBlock(**kw), x, rate=RATE, sizes=("all", 777), gaps=[(g, gap)])
+
+
+def test_gap_with_real_thresholds(weights, model, post):
+    g = 4 * RATE
+    run = run_block(block(weights, post), X, rate=RATE, sizes=500, gaps=[(g, Gap(lost=None, cause=GapCause.RECONNECT))])
+    a, b = sed_file(X[:g], model, W, H, **post), sed_file(X[g:], model, W, H, **post)
+    want = [det_key(d) for d in a.detections] + [(d.label, d.onset + g, d.offset + g, *det_key(d)[3:]) for d in b.detections]
+    assert [det_key(e.payload) for e in run.events_of(ss.SED_DETECTION)] == want
+
+
+def test_nonfinite_input_replaced(weights, post):
+    x = X.copy()
+    x[1000:1100] = np.nan
+    y = X.copy()
+    y[1000:1100] = 0.0
+    b = block(weights, post)
+    r1 = run_block(b, x, rate=RATE)
+    r2 = run_block(block(weights, post), y, rate=RATE)
+    np.testing.assert_array_equal(frames_of(r1), frames_of(r2))
+    assert b.nonfinite_samples == 100
+
+
+def test_wrong_rate_is_refused(weights):
+    with pytest.raises(ConfigError, match="16000 Hz.*resample"):
+        run_block(SedBlock(weights=weights), X[:8000], rate=8000)
+    with pytest.raises(ConfigError, match="mono"):
+        run_block(SedBlock(weights=weights), np.zeros((1000, 2), np.float32), rate=RATE)
+
+
+def test_corrupt_or_missing_weights(tmp_path):
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a torch file")
+    with pytest.raises(ModelError, match="corrupt"):
+        run_block(SedBlock(weights=str(bad)), X[:RATE], rate=RATE)
+    with pytest.raises(ModelError, match="not found"):
+        run_block(SedBlock(weights=str(tmp_path / "none.pt")), X[:RATE], rate=RATE)
+    with pytest.raises(ModelError, match="corrupt"):
+        sed_file(X[:RATE], str(bad))
+
+
+def test_no_shipped_weights_is_a_clear_error(monkeypatch, tmp_path):
+    import streamkit.models as sm
+
+    monkeypatch.delattr(sm, "SED_WEIGHTS", raising=False)
+    with pytest.raises(ConfigError, match="no shipped SED weights.*--weights"):
+        ss.default_weights()
+    g = Graph("t")
+    from streamkit.io.collect import VectorSource
+
+    src = g.add(VectorSource(samples=X[:RATE], rate=RATE), name="src")
+    sed = g.add(SedBlock(), name="sed")
+    g.connect(src, sed)
+    with pytest.raises(ConfigError, match="no shipped SED weights"):
+        g.build()
+    from streamkit.cli import main
+
+    wav = tmp_path / "a.wav"
+    sf.write(wav, X[:RATE], RATE)
+    assert main(["sed", str(wav)]) == 2
+
+
+def test_latency_after_start_uses_the_model(weights, post):
+    b = block(weights, post)
+    run_block(b, X[:RATE], rate=RATE)
+    g = b._geo
+    assert b.algorithmic_latency() == g.frame_hop * (g.win_frames + max(g.median_half)) + 256 * (8 - 1) + 2048 - 896
+
+
+def test_cli_writes_dcase_tsv(tmp_path, weights, model, post):
+    from streamkit.cli import main
+
+    d = tmp_path / "audio"
+    (d / "sub").mkdir(parents=True)
+    x1 = signal(6.2, seed=11)
+    stereo = np.stack([x1, x1 * 0.5], axis=1)
+    sf.write(d / "one.wav", stereo, RATE, subtype="FLOAT")
+    x2 = signal(4.1, seed=12)
+    sf.write(d / "sub" / "two.flac", x2, 22050)  # resampled to 16 kHz
+    out = tmp_path / "det.tsv"
+    args = ["sed", str(d), "--out", str(out), "--weights", weights, "--window", str(W), "--hop", str(H), "--median", "0.2",
+            "--high", "0.0", "--low", "0.0", "-q", "--block-s", "1.7"]  # fmt: skip
+    assert main(args) == 0
+    text = out.read_text(encoding="utf-8")
+    assert text.splitlines()[0] == "filename\tonset\toffset\tevent_label"
+    ev = read_strong_tsv(out, classes=CLASSES)
+    assert sorted(ev) == ["one.wav", "sub/two.flac"]
+    k1 = ((x1.shape[0] - 2048) // 256 + 1) // 4
+    assert [(e.event_label, e.onset, e.offset) for e in ev["one.wav"]] == [(c, 0.056, round((896 + 1024 * k1) / RATE, 3)) for c in CLASSES]
+    n2 = int(math.ceil(x2.shape[0] * Fraction(RATE, 22050)))  # soxr's output length
+    k2 = ((n2 - 2048) // 256 + 1) // 4
+    assert [(e.event_label, e.onset, e.offset) for e in ev["sub/two.flac"]] == [(c, 0.056, round((896 + 1024 * k2) / RATE, 3)) for c in CLASSES]
+    # with real thresholds: the same detections as the offline function on the mono mix
+    out2 = tmp_path / "det2.tsv"
+    assert main(["sed", str(d / "one.wav"), "--out", str(out2), "--weights", weights, "--window", str(W), "--hop", str(H), "--median", "0.2",
+                 "--high", "0.55", "--low", "0.5", "-q"]) == 0  # fmt: skip
+    off = sed_file(stereo, model, W, H, median_s=0.2, threshold_high=0.55, threshold_low=0.5)
+    got = read_strong_tsv(out2, classes=CLASSES)["one.wav"]
+    assert [(e.event_label, e.onset, e.offset) for e in got] == sorted(
+        [(d.label, round(d.onset_s, 3), round(d.offset_s, 3)) for d in off.detections], key=lambda t: (t[1], t[0], t[2])
+    )
+
+
+def test_cli_usage_errors(tmp_path, weights):
+    from streamkit.cli import main
+
+    assert main(["sed", str(tmp_path / "missing.wav"), "--weights", weights]) == 2
+    (tmp_path / "empty").mkdir()
+    assert main(["sed", str(tmp_path / "empty"), "--weights", weights]) == 2
+    wav = tmp_path / "a.wav"
+    sf.write(wav, X[:RATE], RATE)
+    assert main(["sed", str(wav), "--weights", weights, "--hop", "20"]) == 2
+    bad = tmp_path / "bad.wav"
+    bad.write_bytes(b"RIFF....garbage")
+    assert main(["sed", str(wav), str(bad), "--weights", weights, "-q", "--out", str(tmp_path / "o.tsv")]) == 1
+    assert "a.wav" in read_strong_tsv(tmp_path / "o.tsv", classes=CLASSES)
