@@ -194,13 +194,44 @@ def _sad_detectors(choice: str) -> tuple[str, ...]:
     return {"both": ("stat", "dnn"), "all": ("energy", "stat", "dnn")}.get(choice, (choice,))
 
 
-# --- train sad-dnn (streamkit.models.train_sad_dnn) ---------------------------------------------
-def cmd_train(a: argparse.Namespace) -> int:
-    from streamkit.models.train_sad_dnn import add_train_arguments, run_from_args
+# --- train (streamkit.models.train_sad_dnn, streamkit.train.rnnt, streamkit.train.sed) -----------
+TRAINERS = {
+    "sad-dnn": ("streamkit.models.train_sad_dnn", "add_train_arguments", "run_from_args",
+                "Train the CNN-GRU SAD on a `streamkit corpus hf` corpus (channel augmentation per epoch, best checkpoint by dev loss, "
+                "resumable); writes the weights and a model card JSON."),
+    "rnnt": ("streamkit.train.rnnt", "add_arguments", "run_from_args",
+             "Train a multilingual streaming RNN-T (vanilla, onehot, multisoftmax, lsp, lid) on a `streamkit corpus asr` corpus "
+             "(resumable checkpoints, model card JSON)."),
+    "sed": ("streamkit.train.sed", "add_arguments", "run_from_args",
+            "Train the SED CRNN on a `streamkit corpus sed` corpus with one of the paper's methods (baseline, adversarial, "
+            "tri-training); resumable, writes weights and a model card JSON."),
+}
 
-    return _run_nested("streamkit train sad-dnn", "Train the CNN-GRU SAD on a `streamkit corpus hf` corpus (channel augmentation per epoch, "
-                       "best checkpoint by dev loss, resumable); writes the weights and a model card JSON.", add_train_arguments, run_from_args, a.args)  # fmt: skip
-# --- end train sad-dnn ---------------------------------------------------------------------------
+
+def _lazy(module: str, *names: str) -> list[Any]:
+    import importlib
+
+    mod = importlib.import_module(module)
+    return [getattr(mod, n) for n in names]
+
+
+def cmd_train(a: argparse.Namespace) -> int:
+    module, add_name, run_name, description = TRAINERS[a.what]
+    add_arguments, run = _lazy(module, add_name, run_name)
+    return _run_nested(f"streamkit train {a.what}", description, add_arguments, run, a.args)
+
+
+def cmd_transcribe(a: argparse.Namespace) -> int:
+    add_arguments, run = _lazy("streamkit.models.transcribe", "add_arguments", "run_from_args")
+    return _run_nested("streamkit transcribe", "Run SAD + multilingual streaming RNN-T over audio files: per utterance the language, the "
+                       "text and the times (--json for JSON Lines).", add_arguments, run, a.args)  # fmt: skip
+
+
+def cmd_sed(a: argparse.Namespace) -> int:
+    add_arguments, run = _lazy("streamkit.models.sed_stream", "add_arguments", "run_from_args")
+    return _run_nested("streamkit sed", "Sliding-window sound event detection over audio files of any length; detections in the DCASE "
+                       "format (filename, onset, offset, event_label).", add_arguments, run, a.args)  # fmt: skip
+# --- end train / transcribe / sed ----------------------------------------------------------------
 
 
 def cmd_emulate(a: argparse.Namespace) -> int:
@@ -364,12 +395,22 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("args", nargs=argparse.REMAINDER, help="see `streamkit eval sad --help`")
     ev.set_defaults(func=cmd_eval)
 
-    # --- train sad-dnn ---
-    tr = sub.add_parser("train", help="train a model: `train sad-dnn` is the CNN-GRU SAD", description="Train a model. `streamkit train sad-dnn --help` lists the options.")
-    tr.add_argument("what", choices=["sad-dnn"], help="sad-dnn: the CNN-GRU speech activity detector (models.sad_dnn)")
-    tr.add_argument("args", nargs=argparse.REMAINDER, help="see `streamkit train sad-dnn --help`")
+    tr = sub.add_parser("train", help="train a model: sad-dnn (CNN-GRU SAD), rnnt (multilingual RNN-T), sed (SED CRNN)",
+                        description="Train a model. `streamkit train WHAT --help` lists the options.")  # fmt: skip
+    tr.add_argument("what", choices=list(TRAINERS), help="sad-dnn: the CNN-GRU SAD (models.sad_dnn); rnnt: the multilingual streaming "
+                    "RNN-T (models.rnnt_asr); sed: the sound event detection CRNN (models.sed)")  # fmt: skip
+    tr.add_argument("args", nargs=argparse.REMAINDER, help="see `streamkit train WHAT --help`")
     tr.set_defaults(func=cmd_train)
-    # --- end train sad-dnn ---
+
+    tc = sub.add_parser("transcribe", help="SAD + multilingual ASR over audio files: language, text and times per utterance", add_help=False,
+                        description="Transcribe files. `streamkit transcribe --help` lists the options.")  # fmt: skip
+    tc.add_argument("args", nargs=argparse.REMAINDER, help="see `streamkit transcribe --help`")
+    tc.set_defaults(func=cmd_transcribe)
+
+    se = sub.add_parser("sed", help="sound event detection over audio files, DCASE-format detections", add_help=False,
+                        description="Sound event detection. `streamkit sed --help` lists the options.")  # fmt: skip
+    se.add_argument("args", nargs=argparse.REMAINDER, help="see `streamkit sed --help`")
+    se.set_defaults(func=cmd_sed)
 
     mic = sub.add_parser("mic", help="live microphone demo: level meter and detector events", description="Live microphone demo: level meter and the events of the detectors.")
     mic.add_argument("--device", default=None, help="input device index or name substring (see `streamkit devices`)")
@@ -414,8 +455,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "sad":  # everything after `sad` belongs to its own parser (--help included)
-        a = argparse.Namespace(cmd="sad", func=cmd_sad, args=argv[1:], verbose="-v" in argv[1:] or "--verbose" in argv[1:])
+    nested = {"sad": cmd_sad, "transcribe": cmd_transcribe, "sed": cmd_sed}
+    if argv and argv[0] in nested:  # everything after the command belongs to its own parser (--help included)
+        a = argparse.Namespace(cmd=argv[0], func=nested[argv[0]], args=argv[1:], verbose="-v" in argv[1:] or "--verbose" in argv[1:])
     else:
         a = parser.parse_args(argv)
     if a.cmd is None:

@@ -13,3 +13,6 @@ from pathlib import Path
 #: the shipped CNN-GRU SAD weights (here, torch-free, so that callers can look for them cheaply);
 #: the model card ``sad_dnn.json`` lies next to them
 SAD_DNN_WEIGHTS = Path(__file__).resolve().parent / "weights" / "sad_dnn.pt"
+#: the shipped multilingual RNN-T weights (multi-softmax + LID head, ``streamkit train rnnt --variant lid``);
+#: model card ``rnnt_lid.json`` next to them. May be absent in a development tree until trained.
+RNNT_WEIGHTS = Path(__file__).resolve().parent / "weights" / "rnnt_lid.pt"

@@ -1,0 +1,161 @@
+"""``streamkit transcribe PATH...``: statistical SAD + multilingual streaming RNN-T over audio files.
+
+Per file the graph is the one the live monitor runs: the audio (any rate and channel count, mixed
+to mono and resampled to 8 kHz with soxr, as ``streamkit sad``) -> ``dsp.speech_gate`` (the
+statistical SAD; the audio passes with sample-exact speech tags) -> ``models.rnnt_asr`` (one beam
+search per language in lockstep, LID shutoff). One line per utterance::
+
+    talk.wav  12.35-15.02  en  0.97  the weather is fine today
+
+or, with ``--json``, one JSON object per utterance (file, start_s, end_s, lang, text, confidence,
+LID posteriors, T_avg, words with their times). ``--sad none`` decodes each file as one stream
+(cut every ``--max-utterance-s``) without a SAD.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from streamkit.core.errors import StreamkitError
+
+EXIT_USAGE = 2
+EXIT_FAILED = 1
+RATE = 8000
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of ``streamkit transcribe``."""
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="audio files or directories (searched recursively; WAV/FLAC/OGG...)")
+    parser.add_argument("--weights", default=None, metavar="PT", help="RNN-T weight file (default: the shipped multi-softmax LID model)")
+    parser.add_argument("--json", action="store_true", help="JSON Lines: one object per utterance")
+    parser.add_argument("--sad", choices=("stat", "none"), default="stat", help="utterances from the statistical SAD (default) or none")
+    parser.add_argument("--beam", type=int, default=4, help="beam width of each language's search (default 4; 1 = greedy)")
+    parser.add_argument("--tau", type=float, default=30.0, help="LID shutoff: frames (30 ms) before a decoder may be switched off (default 30; inf = never)")
+    parser.add_argument("--s-th", type=float, default=0.5, help="LID shutoff: margin of the cumulative LID log-posterior (default 0.5; inf = never)")
+    parser.add_argument("--languages", default=None, help="comma-separated languages to decode (default: all of the model's)")
+    parser.add_argument("--pre-roll-s", type=float, default=0.1, help="start each utterance this much before the SAD's start (default 0.1 s)")
+    parser.add_argument("--max-utterance-s", type=float, default=30.0, help="cut utterances longer than this (default 30 s)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    return parser
+
+
+def _err(msg: str) -> None:
+    print(f"streamkit: error: {msg}", file=sys.stderr)
+
+
+def _inf_none(v: float) -> float | None:
+    return None if math.isinf(v) else float(v)
+
+
+def default_weights() -> Path:
+    from streamkit.models import RNNT_WEIGHTS
+
+    return RNNT_WEIGHTS
+
+
+def transcribe_array(x: Any, weights: str | Path, *, sad: str = "stat", beam: int = 4, tau: float | None = 30.0, s_th: float | None = 0.5,
+                     languages: list[str] | None = None, pre_roll_s: float = 0.1, max_utterance_s: float = 30.0,
+                     threads: int = 1) -> tuple[list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
+    """Transcribe float32 mono 8 kHz audio ``x``: (one dict per utterance, runner stats)."""
+    import numpy as np
+
+    from streamkit.core.graph import Graph
+    from streamkit.core.runtime import Runner
+    from streamkit.dsp.speech_gate import SpeechGate
+    from streamkit.io.collect import VectorSource
+    from streamkit.models.rnnt_stream import ASR_FINAL, LID_RESULT, RnntAsr
+
+    g = Graph("transcribe")
+    src = g.add(VectorSource(samples=np.asarray(x, np.float32), rate=RATE, sizes=1600), name="src")
+    asr = RnntAsr(model=str(weights), beam=beam, tau_frames=tau, s_th=s_th, languages=languages, threads=threads,
+                  utterance_mode="tags" if sad == "stat" else "always", pre_roll_s=pre_roll_s if sad == "stat" else 0.0,
+                  max_utterance_s=max_utterance_s, name="asr")  # fmt: skip
+    if sad == "stat":
+        gate = g.add(SpeechGate(events=False), name="sad")
+        g.chain(src, gate, g.add(asr, name="asr"))
+    else:
+        g.chain(src, g.add(asr, name="asr"))
+    r = Runner(g, keep_events=True, threaded_events=False, stats_interval_s=0, chunk_s=0.2)
+    st = r.run()
+    errors = [e for e in r.events if e.kind == "block.error"]
+    if errors:
+        raise StreamkitError(f"{errors[0].payload}")
+    lids = {e.payload.utterance_id: e.payload for e in r.events if e.kind == LID_RESULT}
+    out: list[dict[str, Any]] = []
+    for e in r.events:
+        if e.kind != ASR_FINAL:
+            continue
+        res = e.payload
+        lo, hi = e.span
+        lid = lids.get(res.utterance_id)
+        out.append({
+            "start_s": round(lo / RATE, 3), "end_s": round(hi / RATE, 3), "lang": res.lang, "text": res.text,
+            "confidence": round(float(res.confidence), 4), "t_avg": round(float(res.t_avg), 3),
+            "lid": {k: round(float(v), 4) for k, v in (lid.posteriors.items() if lid else [])},
+            "words": [{"word": w.text, "start_s": round(w.start / RATE, 3), "end_s": round(w.end / RATE, 3)} for w in res.words],
+        })  # fmt: skip
+    return out, st
+
+
+def run_from_args(ns: argparse.Namespace) -> int:
+    """Run ``streamkit transcribe``; 0 on success, 2 for usage errors, 1 if a file failed."""
+    from streamkit.eval import sad_systems as ss
+    from streamkit.eval.sad_cli import _collect
+
+    weights = Path(ns.weights) if ns.weights else default_weights()
+    if not weights.is_file():
+        _err(f"no RNN-T weights at {weights}" + ("" if ns.weights else
+             " (this build ships none yet): train a model with `streamkit train rnnt --variant lid --corpus DIR --out rnnt_lid.pt` and pass --weights"))  # fmt: skip
+        return EXIT_USAGE
+    if ns.beam < 1 or ns.threads < 1 or ns.max_utterance_s <= 0 or ns.pre_roll_s < 0 or ns.tau < 0 or ns.s_th < 0:
+        _err("--beam and --threads must be >= 1, --max-utterance-s > 0, --pre-roll-s, --tau and --s-th >= 0")
+        return EXIT_USAGE
+    try:  # a corrupt or foreign weight file is a usage error, reported once
+        from streamkit.models.rnnt import load_model
+
+        load_model(weights)
+    except (StreamkitError, ValueError, OSError) as exc:
+        _err(str(exc).splitlines()[0])
+        return EXIT_USAGE
+    try:
+        files = _collect(list(ns.paths))
+    except FileNotFoundError as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    if not files:
+        _err(f"no audio files under {' '.join(ns.paths)}")
+        return EXIT_USAGE
+    langs = [s.strip() for s in ns.languages.split(",") if s.strip()] if ns.languages else None
+    failed = 0
+    tot_audio = tot_cpu = 0.0
+    for f in files:
+        try:
+            audio = ss.load_audio(f)
+            t0 = time.process_time()
+            utts, _ = transcribe_array(audio.x, weights, sad=ns.sad, beam=ns.beam, tau=_inf_none(ns.tau), s_th=_inf_none(ns.s_th), languages=langs,
+                                       pre_roll_s=ns.pre_roll_s, max_utterance_s=ns.max_utterance_s, threads=ns.threads)  # fmt: skip
+            cpu = time.process_time() - t0
+        except (StreamkitError, ValueError, OSError) as exc:
+            msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            _err(msg if str(f) in msg else f"{f}: {msg}")
+            failed += 1
+            continue
+        dur = audio.x.shape[0] / RATE
+        tot_audio += dur
+        tot_cpu += cpu
+        for u in utts:
+            if ns.json:
+                print(json.dumps({"file": str(f), **u}, ensure_ascii=False))
+            else:
+                print(f"{f}  {u['start_s']:.2f}-{u['end_s']:.2f}  {u['lang'] or '?'}  {u['confidence']:.2f}  {u['text']}")
+        if not ns.json:
+            print(f"# {f}: {dur:.1f} s, {len(utts)} utterance(s), RT factor {cpu / dur if dur else 0:.3f}", file=sys.stderr)
+    if not ns.json and tot_audio:
+        print(f"# {len(files) - failed} file(s), {tot_audio:.1f} s audio, RT factor {tot_cpu / tot_audio:.3f} (CPU time / audio)", file=sys.stderr)
+    return EXIT_FAILED if failed else 0

@@ -1,0 +1,74 @@
+"""streamkit transcribe: SAD + RNN-T over files, text and JSON Lines output, error paths."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import soundfile as sf
+
+from streamkit.cli import main
+from streamkit.models.transcribe import transcribe_array
+from tests.dsp.test_stat_sad import make
+from tests.models.test_rnnt_stream import make_model
+
+
+def speech_file(tmp_path, name="a.wav", rate=16000, seconds=14.0, seed=5):
+    x, truth = make(seconds, snr_db=15.0, seed=seed)
+    if rate != 8000:
+        import soxr
+
+        x = soxr.resample(x, 8000, rate)
+    p = tmp_path / name
+    sf.write(p, np.stack([x, x], axis=1).astype(np.float32), rate)  # stereo at another rate: mixed and resampled
+    return p, truth
+
+
+def test_transcribe_array_utterances_follow_the_sad(tmp_path):
+    weights = make_model(tmp_path)
+    x, truth = make(14.0, snr_db=15.0, seed=5)
+    utts, st = transcribe_array(x.astype(np.float32), weights, beam=2)
+    assert utts, "the SAD found speech, so the ASR must report utterances"
+    for u in utts:
+        assert 0 <= u["start_s"] < u["end_s"] <= 14.0
+        assert u["lang"] in ("en", "hi", "ta")
+        assert set(u["lid"]) == {"en", "hi", "ta"}
+        assert 0 < u["confidence"] <= 1
+    # every utterance overlaps a true speech burst (the ASR runs on the SAD's segments only)
+    for u in utts:
+        lo, hi = u["start_s"] * 8000, u["end_s"] * 8000
+        assert any(a < hi and lo < b for a, b in truth)
+    # no SAD: the whole file is decoded as one utterance (shorter than --max-utterance-s)
+    one, _ = transcribe_array(x.astype(np.float32), weights, sad="none", beam=1)
+    assert len(one) == 1 and one[0]["start_s"] == 0.0
+
+
+def test_cli_text_and_json(tmp_path, capsys):
+    weights = make_model(tmp_path)
+    p, _ = speech_file(tmp_path)
+    assert main(["transcribe", str(p), "--weights", weights, "--beam", "2"]) == 0
+    out = capsys.readouterr()
+    lines = [ln for ln in out.out.splitlines() if ln.strip()]
+    assert lines and all(ln.startswith(str(p)) for ln in lines)
+    assert "RT factor" in out.err
+    assert main(["transcribe", str(tmp_path), "--weights", weights, "--json", "--tau", "inf", "--s-th", "inf"]) == 0
+    objs = [json.loads(ln) for ln in capsys.readouterr().out.splitlines() if ln.strip()]
+    assert len(objs) == len(lines)
+    assert {"file", "start_s", "end_s", "lang", "text", "confidence", "lid", "t_avg", "words"} <= set(objs[0])
+
+
+def test_cli_errors(tmp_path, capsys):
+    weights = make_model(tmp_path)
+    assert main(["transcribe", str(tmp_path / "missing.wav"), "--weights", weights]) == 2
+    assert "path not found" in capsys.readouterr().err
+    assert main(["transcribe", str(tmp_path), "--weights", str(tmp_path / "none.pt")]) == 2
+    assert "no RNN-T weights" in capsys.readouterr().err
+    bad = tmp_path / "bad.wav"
+    bad.write_bytes(b"RIFF not really a wav")
+    assert main(["transcribe", str(bad), "--weights", weights]) == 1
+    assert "bad.wav" in capsys.readouterr().err
+    corrupt = tmp_path / "corrupt.pt"
+    corrupt.write_bytes(b"\x00" * 64)
+    p, _ = speech_file(tmp_path, "b.wav", rate=8000, seconds=4.0)
+    assert main(["transcribe", str(p), "--weights", str(corrupt)]) == 2
+    assert "corrupt.pt" in capsys.readouterr().err
