@@ -39,6 +39,18 @@ from streamkit.io.kiwi_source import parse_station, station_name
 DEMO_STATIONS = ("127.0.0.1:{port}:7100:lsb", "127.0.0.1:{port}:14200:usb", "127.0.0.1:{port}:7074:usb")
 
 
+#: detectors :func:`build_station_graph` knows
+DETECTORS = ("energy", "stat", "dnn", "asr")
+
+
+def _asr_weights() -> Path:
+    from streamkit.models import RNNT_WEIGHTS
+
+    if not RNNT_WEIGHTS.is_file():
+        raise ConfigError(f"no shipped RNN-T weights at {RNNT_WEIGHTS} in this build: train them with `streamkit train rnnt --variant lid`")
+    return RNNT_WEIGHTS
+
+
 def build_station_graph(
     params: dict[str, Any],
     *,
@@ -72,8 +84,13 @@ def build_station_graph(
             sad = g.add(lookup("models.sad_dnn")(), name="dnn_sad")
             g.connect(last, sad)
             continue
+        elif d == "asr":  # statistical SAD as an audio pass-through -> multilingual streaming RNN-T
+            gate = g.add(lookup("dsp.speech_gate")(events="stat" not in detectors), name="asr_sad")
+            g.connect(last, gate)
+            g.connect(gate, g.add(lookup("models.rnnt_asr")(model=str(_asr_weights()), tau_frames=30, s_th=0.5, pre_roll_s=0.1), name="asr"))
+            continue
         else:
-            raise ConfigError(f"unknown detector {d!r} (available: energy, stat, dnn)")
+            raise ConfigError(f"unknown detector {d!r} (available: {', '.join(DETECTORS)})")
         g.connect(last, blk)
         last = blk
     if record_dir is not None:
@@ -169,7 +186,12 @@ class MonitorConsole(EventSink):
             elif k == E.GRAPH_STATE:
                 if d.get("state") in ("stopped", "fatal"):
                     row.state = "fatal" if d.get("state") == "fatal" or row.state == "fatal" else "stopped"
-            elif k in (E.STREAM_END, "kiwi.info", E.STREAM_FORMAT):
+            elif k in (E.STREAM_END, "kiwi.info", E.STREAM_FORMAT, "asr.partial"):
+                pass  # counted only (partials would flood the log)
+            elif k == "asr.final":
+                line = f"{event.stream}: asr [{d.get('lang') or '?'} {d.get('confidence', 0):.2f}] {d.get('text', '')!r}"
+                row.last = f"asr {d.get('lang') or '?'}"
+            elif k == "lid.result":
                 pass
             else:
                 span_s = ""

@@ -1,0 +1,38 @@
+"""Monitor with --asr: speech gate + RNN-T on the emulator's speech-like station (tiny model)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import streamkit.models
+from streamkit.core.errors import ConfigError
+from streamkit.monitor import build_station_graph, run_monitor
+from tests.models.test_rnnt_stream import make_model
+
+
+def test_monitor_asr_transcribes_the_speech_station(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.setattr(streamkit.models, "RNNT_WEIGHTS", Path(make_model(tmp_path)))
+    res = run_monitor([], duration=7.0, events_dir=str(tmp_path / "ev"), console=False, detectors=("stat", "asr"))
+    assert not res["failures"] and not res["fatal"]
+    f = next(p for p in (tmp_path / "ev").glob("*.jsonl") if "7100lsb" in p.name)
+    ev = [json.loads(line) for line in f.read_text().splitlines()]
+    kinds = [e["kind"] for e in ev]
+    assert "asr.final" in kinds and "lid.result" in kinds
+    # the gate does not repeat the stat SAD's segments (one vad.segment source per segment)
+    assert {e["source"] for e in ev if e["kind"] == "vad.segment"} == {"stat_sad"}
+    finals = [e for e in ev if e["kind"] == "asr.final"]
+    segs = [e["span"] for e in ev if e["kind"] == "vad.segment"]
+    assert segs
+    for fin in finals:  # every utterance lies on a speech segment of the SAD (same 8 kHz index space)
+        lo, hi = fin["span"]
+        assert lo < hi and any(a - 800 <= lo and hi <= b + 800 for a, b in segs) or hi >= max(b for _, b in segs)
+
+
+def test_monitor_asr_without_weights_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(streamkit.models, "RNNT_WEIGHTS", tmp_path / "absent.pt")
+    with pytest.raises(ConfigError, match="RNN-T weights"):
+        build_station_graph({"host": "127.0.0.1", "port": 1, "freq_khz": 7100, "mode": "lsb"}, detectors=("asr",))
