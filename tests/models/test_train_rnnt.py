@@ -172,3 +172,27 @@ def test_cli_weights_load_in_rnnt_asr(corpus, tmp_path, variant):
     fin = next(e.payload for e in r.events if e.kind == "asr.final")
     assert fin.lang in ("en", "hi") or (variant == "vanilla" and not fin.text)  # vanilla: the language of its tokens
     assert set(fin.text) <= set("abckmn ")
+
+
+def test_benchmark_runs_on_a_tiny_model(corpus, tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    from streamkit.models import rnnt as rnnt_mod
+
+    tr.train(corpus, tmp_path / "lid.pt", cfg=TINY, steps=4, eval_every=4, seed=0, **KW)
+    spec = importlib.util.spec_from_file_location("rnnt_bench", Path(__file__).resolve().parents[2] / "benchmarks" / "rnnt_multilingual.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = tmp_path / "res.json"
+    args = ["--corpus", str(corpus), "--model", f"lid={tmp_path / 'lid.pt'}", "--limit", "1", "--sweep", "--beam", "2", "--out", str(out)]
+    assert bench.main(args) == 0
+    assert rnnt_mod.load_model is bench._load_model  # the benchmark's model cache is undone
+    res = json.loads(out.read_text())
+    modes = [r["mode"] for r in res["rows"]]
+    assert modes[:2] == ["known", "lid-free"] and modes.count("sweep") == 15
+    for r in res["rows"]:
+        assert set(r["wer"]) == {"en", "hi"} and r["utterances"] == 2 and r["missing_finals"] == 0
+        assert 0 < r["decoder_cpu_per_audio_s"] <= r["rt_cpu"] and 1.0 <= r["t_avg"] <= 2.0
+    assert res["rows"][0]["lid_acc"] is None and res["rows"][1]["t_avg"] == 2.0
+    assert str(tmp_path) not in json.dumps(res) and "machine" in res

@@ -1,0 +1,375 @@
+"""Streaming multilingual RNN-T on our espeak-ng corpus: the paper's Tables 2/4/5/7, one thread.
+
+Usage::
+
+    .venv/bin/python benchmarks/rnnt_multilingual.py --corpus DIR --model lid=PATH [--model vanilla=PATH ...]
+        [--split test] [--limit N] [--sweep] [--sweep-limit N] [--beam 4]
+
+Every figure comes from the streaming block ``models.rnnt_asr`` (:mod:`streamkit.models.rnnt_stream`)
+as the monitor runs it: the split's utterances (``--limit`` per language, evenly spread over its
+list) are concatenated into one 8 kHz stream with ``sk:speech`` start/end tags at the reference
+utterance boundaries (an oracle SAD) and pushed through the streamkit runtime in 100 ms chunks;
+the ``asr.final`` of each utterance gives its text and language. One thread (torch, BLAS).
+
+Rows, per model (``--model VARIANT=PATH``, the variant names the row; the file's config decides
+what it can do):
+
+* ``known`` (Table 2: language known a priori): one decoder, the utterance's language
+  (``languages=[lang]``); every variant but ``vanilla``, whose one search over the union of all
+  symbols is LID-free by construction (it is reported as ``lid-free``, as in the paper's Tables 2
+  and 4).
+* ``lid-free`` (Table 4): all four decoders in lockstep, the final chosen by the LID head
+  (``lid``: survivor with the highest mean LID posterior) or by the hypothesis score
+  (``multisoftmax``/``lsp``, not in the paper), no shutoff. ``lid`` also gives ``oracle`` (Table 4
+  "LID Oracle"): the same run's decoder of the reference language, here the ``known`` row (with
+  decoders independent of each other, choosing the reference language's decoder is the same as
+  decoding only that language).
+* Table 7 (``--sweep``, ``lid`` models): tau in {inf, 1000, 100, 30, 10} frames (30 ms) x
+  s_th in {0.2, 0.5, inf} (``tau_frames``/``s_th`` of the block; tau = inf or s_th = inf is the
+  no-shutoff run, measured once), on ``--sweep-limit`` utterances per language.
+
+Columns: WER (jiwer, per language over its utterances; ``avg`` word-weighted over languages as
+the paper's Avg., ``macro`` the plain mean), LID accuracy (the final's language, i.e. its script,
+equals the reference's, as the paper's Table 5), ``T_avg`` (paper eq. 2, mean over utterances),
+**decoder CPU** (``time.thread_time`` around the block's ``MultiDecoder.advance``/``reset`` only,
+per second of audio), and the block's **RT factor** (CPU and wall time inside the block's
+``consume``/``flush``: features, encoder, decoders, events; model loading excluded) per second of
+audio. The paper's numbers (Hindi/English/Tamil/Gujarati Indian-English ASR on 7-hour-per-language
+in-house data, 69 M-parameter models) are printed as reference rows; they are not comparable
+figures, only the shape of the comparison is.
+
+Writes ``benchmarks/results/rnnt_multilingual.json`` (``--out``): rows, the models' training
+steps, the corpus command, the machine; no absolute paths.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from streamkit.cli import machine_info  # noqa: E402
+from streamkit.core.tags import SPEECH, SpeechBoundary  # noqa: E402
+from streamkit.models import rnnt as rnnt_mod  # noqa: E402
+from streamkit.models.rnnt_stream import RnntAsr  # noqa: E402
+from streamkit.testing import run_block  # noqa: E402
+from streamkit.train.rnnt import AsrCorpus, Utt, read_audio  # noqa: E402
+
+RATE = 8000
+CHUNK = 800  #: 100 ms
+TAUS = (math.inf, 1000, 100, 30, 10)
+STHS = (0.2, 0.5, math.inf)
+RESULTS = ROOT / "benchmarks" / "results"
+LANGS = ("en", "hi", "ta", "gu")
+
+#: the paper's figures (shared/papers/multi-softmax-streaming-multilingual-rnnt.txt), WER/LID in %
+PAPER = {
+    "table2_known_language_wer": {
+        "monolingual": {"en": 24.67, "hi": 16.2, "ta": 32.92, "gu": 27.33, "avg": 23.97},
+        "vanilla": {"en": 35.21, "hi": 22.94, "ta": 48.56, "gu": 28.83, "avg": 32.45},
+        "onehot": {"en": 25.88, "hi": 18.88, "ta": 41.92, "gu": 27.9, "avg": 26.7},
+        "multisoftmax": {"en": 23.35, "hi": 17.2, "ta": 31.18, "gu": 23.86, "avg": 22.86},
+        "lsp": {"en": 23.46, "hi": 16.84, "ta": 30.3, "gu": 24.28, "avg": 22.73},
+    },
+    "table4_lid_free_wer": {
+        "vanilla": {"en": 35.21, "hi": 22.94, "ta": 48.56, "gu": 28.83, "avg": 32.45},
+        "lid": {"en": 28.92, "hi": 20.26, "ta": 35.83, "gu": 31.55, "avg": 27.95},
+        "lid oracle": {"en": 25.0, "hi": 18.71, "ta": 33.0, "gu": 25.30, "avg": 24.45},
+    },
+    "table5_lid_accuracy": {
+        "vanilla": {"en": 88.7, "hi": 86.2, "ta": 90.4, "gu": 85.5, "avg": 87.7},
+        "lid": {"en": 94.0, "hi": 90.2, "ta": 95.8, "gu": 83.1, "avg": 90.09},
+    },
+    "table7_shutoff_hi_subset": [  # tau (the paper's header says ms, its text frames), s_th, WER, T_avg, LID acc
+        {"tau": "inf", "s_th": "inf", "wer": 21.84, "t_avg": 4.0, "lid_acc": 92.4},
+        {"tau": 1000, "s_th": 0.2, "wer": 21.97, "t_avg": 3.96, "lid_acc": 92.1},
+        {"tau": 100, "s_th": 0.2, "wer": 22.59, "t_avg": 2.92, "lid_acc": 91.3},
+        {"tau": 30, "s_th": 0.2, "wer": 25.73, "t_avg": 1.52, "lid_acc": 86.0},
+        {"tau": 30, "s_th": 0.5, "wer": 23.14, "t_avg": 1.72, "lid_acc": 90.0},
+        {"tau": 10, "s_th": 0.2, "wer": 25.83, "t_avg": 1.04, "lid_acc": 85.7},
+    ],
+}
+
+
+class TimedAsr(RnntAsr):
+    """``models.rnnt_asr`` with CPU/wall time accounting of its own work and of its decoder."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.dec_cpu = 0.0
+        self.blk_cpu = 0.0
+        self.blk_wall = 0.0
+
+    def start(self, ctx: Any) -> None:
+        super().start(ctx)
+        dec = self._dec
+        for name in ("advance", "reset"):
+            fn = getattr(dec, name)
+
+            def timed(*a: Any, _fn: Any = fn, **k: Any) -> Any:
+                t = time.thread_time()
+                try:
+                    return _fn(*a, **k)
+                finally:
+                    self.dec_cpu += time.thread_time() - t
+
+            setattr(dec, name, timed)
+
+    def _timed(self, fn: Any, *a: Any) -> Any:
+        t, w = time.thread_time(), time.perf_counter()
+        try:
+            return fn(*a)
+        finally:
+            self.blk_cpu += time.thread_time() - t
+            self.blk_wall += time.perf_counter() - w
+
+    def consume(self, chunk: Any, ctx: Any) -> None:
+        self._timed(super().consume, chunk, ctx)
+
+    def flush(self, ctx: Any) -> Any:
+        return self._timed(super().flush, ctx)
+
+
+_MODEL_CACHE: dict[str, Any] = {}
+_load_model = rnnt_mod.load_model
+
+
+def _cached_load(path: Any, **kw: Any) -> Any:
+    """The block loads its model in ``start``; load each file once per run (not timed anyway)."""
+    p = Path(path)
+    key = f"{p.resolve()}:{p.stat().st_mtime_ns if p.is_file() else 0}"
+    if key not in _MODEL_CACHE or kw:
+        _MODEL_CACHE[key] = _load_model(path, **kw)
+    return _MODEL_CACHE[key]
+
+
+def pick(utts: list[Utt], langs: list[str], limit: int | None) -> list[Utt]:
+    out: list[Utt] = []
+    for lg in range(len(langs)):
+        ix = [u for u in utts if u.lang == lg]
+        if limit is not None and limit < len(ix):
+            pos = np.unique(np.round(np.linspace(0, len(ix) - 1, limit)).astype(int))
+            ix = [ix[i] for i in pos.tolist()]
+        out += ix
+    return out
+
+
+def run_stream(path: str, utts: list[Utt], audio: dict[str, np.ndarray], **params: Any) -> tuple[list[Any], TimedAsr, float]:
+    """One stream of the utterances with reference speech tags; (asr.final payloads in order, block, audio s)."""
+    xs, tags, pos = [], [], 0
+    for u in utts:
+        x = audio[u.id]
+        tags += [(pos, SPEECH, SpeechBoundary(True, "ref")), (pos + len(x), SPEECH, SpeechBoundary(False, "ref"))]
+        xs.append(x)
+        pos += len(x)
+    blk = TimedAsr(model=path, threads=1, **params)
+    r = run_block(blk, np.concatenate(xs).astype(np.float32), rate=RATE, sizes=CHUNK, chunk=CHUNK, tags=tags)
+    finals = [e for e in r.events if e.kind == "asr.final"]
+    starts = {t[0]: i for i, t in enumerate(tags[0::2])}
+    by_utt: list[Any] = [None] * len(utts)
+    for e in finals:
+        i = starts.get(e.span[0])
+        if i is not None:
+            by_utt[i] = e.payload
+    return by_utt, blk, pos / RATE
+
+
+def score(utts: list[Utt], finals: list[Any], langs: list[str]) -> dict[str, Any]:
+    import jiwer
+
+    wer: dict[str, float] = {}
+    lid: dict[str, float] = {}
+    words_err = words_ref = 0
+    for lg, name in enumerate(langs):
+        pairs = [(u, f) for u, f in zip(utts, finals) if u.lang == lg]
+        if not pairs:
+            continue
+        refs = [u.text for u, _ in pairs]
+        hyps = [(f.text if f is not None else "") for _, f in pairs]
+        o = jiwer.process_words(refs, hyps)
+        n = sum(len(r.split()) for r in refs)
+        wer[name] = round(100 * o.wer, 2)
+        words_err += o.substitutions + o.deletions + o.insertions
+        words_ref += n
+        lid[name] = round(100 * float(np.mean([f is not None and f.lang == name for _, f in pairs])), 2)
+    t_avg = [f.t_avg for f in finals if f is not None]
+    return {
+        "wer": wer,
+        "wer_avg": round(100 * words_err / max(words_ref, 1), 2),
+        "wer_macro": round(float(np.mean(list(wer.values()))), 2) if wer else None,
+        "lid_acc": lid,
+        "lid_acc_avg": round(float(np.mean(list(lid.values()))), 2) if lid else None,
+        "t_avg": round(float(np.mean(t_avg)), 3) if t_avg else None,
+        "utterances": len(utts),
+        "missing_finals": sum(f is None for f in finals),
+    }
+
+
+def measure(name: str, mode: str, path: str, utts: list[Utt], audio: dict[str, np.ndarray], langs: list[str], *, per_lang: bool = False,
+            **params: Any) -> dict[str, Any]:  # fmt: skip
+    """Decode ``utts`` with the block; ``per_lang``: one run per language with ``languages=[lang]``."""
+    finals: list[Any] = [None] * len(utts)
+    dec = cpu = wall = audio_s = 0.0
+    groups = [[i for i, u in enumerate(utts) if u.lang == lg] for lg in range(len(langs))] if per_lang else [list(range(len(utts)))]
+    for lg, ix in enumerate(groups):
+        if not ix:
+            continue
+        sub = [utts[i] for i in ix]
+        p = {**params, "languages": [langs[lg]]} if per_lang else params
+        fin, blk, a = run_stream(path, sub, audio, **p)
+        for i, f in zip(ix, fin):
+            finals[i] = f
+        dec += blk.dec_cpu
+        cpu += blk.blk_cpu
+        wall += blk.blk_wall
+        audio_s += a
+    row = {"model": name, "mode": mode, **{k: (None if isinstance(v, float) and math.isinf(v) else v) for k, v in params.items()}}
+    row.update(score(utts, finals, langs))
+    if per_lang:  # one decoder, the reference language: LID accuracy is 100 % by construction
+        row["lid_acc"], row["lid_acc_avg"] = None, None
+    row.update({"audio_s": round(audio_s, 1), "decoder_cpu_per_audio_s": round(dec / audio_s, 4), "rt_cpu": round(cpu / audio_s, 4),
+                "rt_wall": round(wall / audio_s, 4)})  # fmt: skip
+    return row
+
+
+def fmt_rows(rows: list[dict[str, Any]], langs: list[str]) -> str:
+    head = ["model", "mode", "tau", "s_th", *langs, "avg", "LID%", "T_avg", "dec cpu/s", "RT cpu", "RT wall"]
+    lines = []
+    for r in rows:
+        tau = r.get("tau_frames", "")
+        sth = r.get("s_th", "")
+        lines.append([str(r["model"]), str(r["mode"]), "inf" if tau is None else str(tau), "inf" if sth is None else str(sth),
+                      *[f"{r['wer'].get(lg, float('nan')):.2f}" if isinstance(r.get("wer"), dict) else "" for lg in langs],
+                      f"{r['wer_avg']:.2f}" if r.get("wer_avg") is not None else "",
+                      f"{r['lid_acc_avg']:.1f}" if r.get("lid_acc_avg") is not None else "",
+                      f"{r['t_avg']:.2f}" if r.get("t_avg") is not None else "",
+                      f"{r['decoder_cpu_per_audio_s']:.3f}" if "decoder_cpu_per_audio_s" in r else "",
+                      f"{r['rt_cpu']:.3f}" if "rt_cpu" in r else "", f"{r['rt_wall']:.3f}" if "rt_wall" in r else ""])  # fmt: skip
+    w = [max(len(h), *(len(x[i]) for x in lines)) if lines else len(h) for i, h in enumerate(head)]
+    out = ["  ".join(h.ljust(w[i]) for i, h in enumerate(head)), "  ".join("-" * x for x in w)]
+    out += ["  ".join(c.ljust(w[i]) for i, c in enumerate(x)) for x in lines]
+    return "\n".join(out)
+
+
+def paper_tables() -> str:
+    out = []
+    for key in ("table2_known_language_wer", "table4_lid_free_wer", "table5_lid_accuracy"):
+        out.append(f"paper {key} (%):")
+        for name, row in PAPER[key].items():
+            out.append(f"  {name:14s} " + "  ".join(f"{k} {v:6.2f}" for k, v in row.items()))
+    out.append("paper table7 (Hi subset): " + "; ".join(f"tau {r['tau']} s_th {r['s_th']}: WER {r['wer']} T_avg {r['t_avg']} LID {r['lid_acc']}"
+                                                     for r in PAPER["table7_shutoff_hi_subset"]))  # fmt: skip
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--corpus", required=True, type=Path, help="a `streamkit corpus asr` corpus")
+    ap.add_argument("--model", action="append", required=True, metavar="VARIANT=PATH", help="a trained model (repeatable)")
+    ap.add_argument("--split", default="test")
+    ap.add_argument("--limit", type=int, default=None, help="utterances per language (default: all)")
+    ap.add_argument("--sweep", action="store_true", help="Table 7 sweep for lid models")
+    ap.add_argument("--sweep-limit", type=int, default=None, help="utterances per language in the sweep (default --limit)")
+    ap.add_argument("--beam", type=int, default=4)
+    ap.add_argument("--max-symbols", type=int, default=3)
+    ap.add_argument("--note", default="", help="free text stored with the results (e.g. 'undertrained: step 1000 of 5000')")
+    ap.add_argument("--out", type=Path, default=RESULTS / "rnnt_multilingual.json")
+    a = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    rnnt_mod.load_model = _cached_load  # type: ignore[assignment]
+    try:
+        return _run(a, ap)
+    finally:
+        rnnt_mod.load_model = _load_model  # type: ignore[assignment]
+        _MODEL_CACHE.clear()
+
+
+def _run(a: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
+
+    corpus = AsrCorpus(a.corpus)
+    langs = corpus.langs
+    all_utts = corpus.split(a.split)
+    utts = pick(all_utts, langs, a.limit)
+    sweep_utts = pick(all_utts, langs, a.sweep_limit if a.sweep_limit is not None else a.limit)
+    audio = {u.id: read_audio(u) for u in {u.id: u for u in utts + sweep_utts}.values()}
+    base = {"beam": a.beam, "max_symbols_per_frame": a.max_symbols, "utterance_mode": "tags"}
+    rows: list[dict[str, Any]] = []
+    models: dict[str, Any] = {}
+    for spec in a.model:
+        if "=" not in spec:
+            ap.error(f"--model wants VARIANT=PATH, got {spec!r}")
+        name, path = spec.split("=", 1)
+        model, meta = rnnt_mod.load_model(path)
+        cfg = model.cfg
+        if list(cfg.languages) != langs:
+            ap.error(f"{path}: model languages {list(cfg.languages)} differ from the corpus's {langs}")
+        card_p = Path(path).with_suffix(".json")
+        card = json.loads(card_p.read_text(encoding="utf-8")) if card_p.is_file() else {}
+        models[name] = {"file": Path(path).name, "variant": cfg.variant, "n_params": rnnt_mod.n_params(model), "step": meta.get("step"),
+                        "budget_steps": card.get("training", {}).get("budget", {}).get("steps"), "config": cfg.to_dict()}  # fmt: skip
+        print(f"{name}: {cfg.variant}, step {meta.get('step')}, {len(utts)} utterances", flush=True)
+        if cfg.variant == "vanilla":
+            rows.append(measure(name, "lid-free", path, utts, audio, langs, **base))
+        else:
+            rows.append(measure(name, "known", path, utts, audio, langs, per_lang=True, **base))
+            if cfg.variant != "onehot":
+                rows.append(measure(name, "lid-free", path, utts, audio, langs, **base, tau_frames=None, s_th=None))
+        print(fmt_rows(rows[-2:], langs), flush=True)
+        if a.sweep and cfg.has_lid:
+            done: dict[tuple[float, float], dict[str, Any]] = {}
+            for tau in TAUS:
+                for sth in STHS:
+                    key = (math.inf, math.inf) if math.isinf(tau) or math.isinf(sth) else (tau, sth)
+                    if key not in done:
+                        done[key] = measure(name, "sweep", path, sweep_utts, audio, langs, **base,
+                                            tau_frames=None if math.isinf(key[0]) else key[0], s_th=None if math.isinf(key[1]) else key[1])  # fmt: skip
+                        print(fmt_rows([done[key]], langs).splitlines()[-1], flush=True)
+                    rows.append({**done[key], "tau_frames": None if math.isinf(tau) else tau, "s_th": None if math.isinf(sth) else sth})
+    print()
+    print(fmt_rows(rows, langs))
+    print()
+    print(paper_tables())
+    out = {
+        "benchmark": "benchmarks/rnnt_multilingual.py",
+        "note": a.note,
+        "corpus_command": corpus.command,
+        "split": a.split,
+        "limit_per_language": a.limit,
+        "sweep_limit_per_language": a.sweep_limit if a.sweep_limit is not None else a.limit,
+        "decoding": {
+            "beam": a.beam,
+            "max_symbols_per_frame": a.max_symbols,
+            "chunk_ms": CHUNK * 1000 // RATE,
+            "threads": 1,
+            "utterances": "reference boundaries as sk:speech tags (oracle SAD), one stream per run",
+        },  # fmt: skip
+        "units": "WER and LID accuracy in %; decoder_cpu_per_audio_s and rt_* in seconds per second of audio; tau in 30 ms frames",
+        "models": models,
+        "rows": rows,
+        "paper": PAPER,
+        "machine": machine_info(),
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(json.dumps(out, indent=1, default=float) + "\n")
+    print(f"\nwrote {a.out.relative_to(ROOT) if a.out.resolve().is_relative_to(ROOT) else a.out.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
