@@ -14,8 +14,9 @@ pooling, 4), i.e. ``F = P * hop = 1024`` samples per frame (64 ms), and stands f
 ``[F k + off, F k + off + F)`` with ``off = (n_fft + (P - 1) hop - F) / 2 = 896`` (the 64 ms around
 its centre, as :func:`~streamkit.models.sed_crnn.frame_span`). A W-second window holds
 ``Lf = ceil(W * rate / F)`` frames (157 for 10 s; the model saw 154 frames per 10 s training clip),
-so that any hop ``H <= W`` leaves no frame uncovered; window ``m`` covers frames ``[a_m, a_m + Lf)`` with ``a_m = floor(m * round(H * rate) / F)``, so the
-hop is 15 or 16 frames for H = 1 s and exactly H on average. At the end of a segment the windows
+so that any hop ``H <= W`` leaves no frame uncovered; window ``m`` covers frames
+``[a_m, a_m + Lf)`` with ``a_m = floor(m * round(H * rate) / F)``, so the hop is 15 or 16 frames
+for H = 1 s and exactly H on average. At the end of a segment the windows
 that start before its last frame ``K`` are run truncated at ``K`` (the "final partial windows"), so
 every frame is averaged over all the windows that start at or before it and reach it.
 
@@ -61,7 +62,6 @@ the last feature frame's window: ``F (Lf + h) + hop (A - 1) + n_fft - off`` = 17
 10.68 s for W = 10 s and a 7-frame median. Items in the last frame before a window start wait
 about H less (W - H + the rest). Detections are emitted when they end, so an event's
 ``sed.detection`` comes that long after its offset.
-
 """
 
 from __future__ import annotations
