@@ -101,7 +101,7 @@ def cmd_monitor(a: argparse.Namespace) -> int:
         print(f"streamkit {streamkit.__version__}: monitoring {where} for {a.duration:g} s of stream time; events -> {a.events}/", flush=True)
     res = run_monitor(stations, duration=a.duration, events_dir=a.events, record_dir=a.record, password=a.password or "",
                       compression=a.compression, console=not a.quiet, stall_s=a.stall, max_retries=a.max_retries,
-                      detectors=_sad_detectors(a.sad) + (("asr",) if a.asr else ()))  # fmt: skip
+                      detectors=_sad_detectors(a.sad) + (("asr",) if a.asr else ()) + (("sed",) if a.sed else ()))  # fmt: skip
     if a.quiet:
         for st in res["stations"].values():
             print(_summary_line(st))
@@ -259,6 +259,13 @@ def cmd_mic(a: argparse.Namespace) -> int:
         gate = g.add(_registry_block("dsp.speech_gate", events="stat" not in dets), name="asr_sad")
         g.connect(lvl, gate)
         g.connect(gate, g.add(_registry_block("models.rnnt_asr", model=str(_asr_weights()), tau_frames=30, s_th=0.5, pre_roll_s=0.1), name="asr"))
+    if getattr(a, "sed", False):
+        from streamkit.monitor import _sed_weights
+
+        _sed_weights()
+        rs16 = g.add(_registry_block("dsp.resample", to_hz=16000), name="rs16")
+        g.connect(src, rs16)
+        g.connect(rs16, g.add(_registry_block("models.sed"), name="sed"))
     _add_event_outputs(g, a.events, console=True)
     _run_graph(g, RealTime(), a.duration, a.chunk_ms)
     return 0
@@ -374,6 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--max-retries", type=int, default=None, help="give a station up after N failed reconnects in a row (default: retry forever)")
     m.add_argument("--sad", choices=SAD_CHOICES, default="energy", help=SAD_HELP)
     m.add_argument("--asr", action="store_true", help="also transcribe: statistical SAD (dsp.speech_gate) -> multilingual streaming RNN-T (models.rnnt_asr)")
+    m.add_argument("--sed", action="store_true", help="also detect sound events (models.sed, 10 s windows every 1 s, at 16 kHz)")
     m.add_argument("--quiet", action="store_true", help="no live view; print a one-line summary per station")
     m.set_defaults(func=cmd_monitor)
 
@@ -427,6 +435,7 @@ def build_parser() -> argparse.ArgumentParser:
     mic.add_argument("--chunk-ms", type=float, default=20.0)
     mic.add_argument("--sad", choices=SAD_CHOICES, default="energy", help=SAD_HELP)
     mic.add_argument("--asr", action="store_true", help="also transcribe (statistical SAD -> multilingual streaming RNN-T)")
+    mic.add_argument("--sed", action="store_true", help="also detect sound events (models.sed at 16 kHz)")
     mic.set_defaults(func=cmd_mic)
 
     r = sub.add_parser("run", help="run a graph file (YAML/JSON)", description="Run a graph file.")

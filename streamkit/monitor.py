@@ -40,7 +40,16 @@ DEMO_STATIONS = ("127.0.0.1:{port}:7100:lsb", "127.0.0.1:{port}:14200:usb", "127
 
 
 #: detectors :func:`build_station_graph` knows
-DETECTORS = ("energy", "stat", "dnn", "asr")
+DETECTORS = ("energy", "stat", "dnn", "asr", "sed")
+
+
+def _sed_weights() -> Any:
+    import streamkit.models as models
+
+    w = getattr(models, "SED_WEIGHTS", None)
+    if w is None or not w.is_file():
+        raise ConfigError(f"no shipped SED weights{f' at {w}' if w is not None else ''} in this build: train them with `streamkit train sed`")
+    return w
 
 
 def _asr_weights() -> Path:
@@ -88,6 +97,12 @@ def build_station_graph(
             gate = g.add(lookup("dsp.speech_gate")(events="stat" not in detectors), name="asr_sad")
             g.connect(last, gate)
             g.connect(gate, g.add(lookup("models.rnnt_asr")(model=str(_asr_weights()), tau_frames=30, s_th=0.5, pre_roll_s=0.1), name="asr"))
+            continue
+        elif d == "sed":  # sound event detection at 16 kHz, from the receiver's own rate (not the 8 kHz branch)
+            _sed_weights()
+            rs16 = g.add(lookup("dsp.resample")(to_hz=16000), name="rs16")
+            g.connect(head, rs16)
+            g.connect(rs16, g.add(lookup("models.sed")(), name="sed"))
             continue
         else:
             raise ConfigError(f"unknown detector {d!r} (available: {', '.join(DETECTORS)})")
@@ -193,6 +208,9 @@ class MonitorConsole(EventSink):
                 row.last = f"asr {d.get('lang') or '?'}"
             elif k == "lid.result":
                 pass
+            elif k == "sed.detection":
+                line = f"{event.stream}: sed {d.get('label')} {d.get('onset_s', 0):.2f}-{d.get('offset_s', 0):.2f} s ({d.get('confidence', 0):.2f})"
+                row.last = f"sed {d.get('label')}"
             else:
                 span_s = ""
                 if event.t_start_ns is not None and event.t_end_ns is not None:

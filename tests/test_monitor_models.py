@@ -1,4 +1,4 @@
-"""Monitor with --asr: speech gate + RNN-T on the emulator's speech-like station (tiny model)."""
+"""Monitor with --asr (speech gate + RNN-T) and --sed (sliding-window SED) on the emulator, with tiny models."""
 
 from __future__ import annotations
 
@@ -36,3 +36,31 @@ def test_monitor_asr_without_weights_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(streamkit.models, "RNNT_WEIGHTS", tmp_path / "absent.pt")
     with pytest.raises(ConfigError, match="RNN-T weights"):
         build_station_graph({"host": "127.0.0.1", "port": 1, "freq_khz": 7100, "mode": "lsb"}, detectors=("asr",))
+
+
+def test_monitor_sed_runs_on_every_station(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    import torch
+
+    from streamkit.models.sed_crnn import SedModel, save_model
+    from tests.models.test_sed_stream import tiny_cfg
+
+    torch.manual_seed(0)
+    w = save_model(tmp_path / "sed.pt", SedModel(tiny_cfg()).eval())
+    monkeypatch.setattr(streamkit.models, "SED_WEIGHTS", Path(w), raising=False)
+    res = run_monitor([], duration=12.0, events_dir=str(tmp_path / "ev"), console=False, detectors=("energy", "sed"))
+    assert not res["failures"] and not res["fatal"]
+    for name, st in res["stations"].items():
+        b = st["blocks"]["sed"]
+        assert b["items_in"] >= 16000 * 11, name  # the 16 kHz branch got the whole stream
+        assert b["rtf"] is not None
+    for f in (tmp_path / "ev").glob("*.jsonl"):
+        kinds = [json.loads(line)["kind"] for line in f.read_text().splitlines()]
+        assert "block.error" not in kinds
+
+
+def test_monitor_sed_without_weights_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(streamkit.models, "SED_WEIGHTS", tmp_path / "absent.pt", raising=False)
+    with pytest.raises(ConfigError, match="SED weights"):
+        build_station_graph({"host": "127.0.0.1", "port": 1, "freq_khz": 7100, "mode": "lsb"}, detectors=("sed",))
