@@ -196,3 +196,27 @@ def test_benchmark_runs_on_a_tiny_model(corpus, tmp_path):
         assert 0 < r["decoder_cpu_per_audio_s"] <= r["rt_cpu"] and 1.0 <= r["t_avg"] <= 2.0
     assert res["rows"][0]["lid_acc"] is None and res["rows"][1]["t_avg"] == 2.0
     assert str(tmp_path) not in json.dumps(res) and "machine" in res
+
+
+@pytest.mark.parametrize("variant", ["lid", "vanilla", "onehot", "lsp"])
+def test_batched_greedy_equals_the_streaming_search_with_beam_1(variant):
+    from streamkit.models.rnnt import BLANK, RnntModel
+    from streamkit.models.rnnt_search import MultiDecoder
+
+    torch.manual_seed(4)
+    cfg = tr.RnntConfig(variant=variant, languages=("en", "hi"), vocab_sizes=(6, 5), feat_dim=12, enc_layers=1, enc_hidden=10,
+                        pred_hidden=8, embed_dim=4, joint_dim=8)  # fmt: skip
+    m = RnntModel(cfg).eval()
+    with torch.no_grad():
+        for j in m.joints:
+            j.out.bias[BLANK] -= 0.5  # emit often, several symbols per frame
+    x = torch.randn(3, 30, 12)
+    lens = torch.tensor([30, 17, 5])
+    for lg in range(2):
+        enc = m.encode(x, lg)
+        got = tr.greedy_decode(m, enc, lens, lg, max_symbols=2)
+        assert any(len(g) > 0 for g in got)
+        for b in range(3):
+            d = MultiDecoder(m, beam=1, max_symbols_per_frame=2, languages=[lg])
+            d.advance_frames(enc[b, : int(lens[b])])
+            assert list(d.result().tokens) == got[b], (variant, lg, b)
