@@ -33,7 +33,7 @@ steps. Every method gets the **same number of steps** (``--epochs``).
   (synthetic) vs W and U (real), through the gradient reversal layer; the GRL factor follows
   Ganin and Lempitsky's schedule ``alpha_p = alpha (2 / (1 + exp(-10 p)) - 1)``, ``p`` the
   training progress (``--grl-schedule const`` keeps ``alpha``).
-* ``tri`` (Algorithm 1): the first ``--tri-split`` of the epochs (default half) train F, F1, F2,
+* ``tri`` (Algorithm 1): the first ``--tri-split`` of the steps (default half) train F, F1, F2,
   Ft (+ D) on S and W with the orthogonality regulariser (eq. 8, lambda 1); then F1 and F2
   pseudo-label W and U once (frames and classes where both are > 0.5 or both < 0.5; W keeps its
   tags as clip targets and frames of absent classes are negatives); the rest of the epochs train
@@ -246,7 +246,7 @@ class SedCorpus:
 @dataclass
 class TrainOptions:
     method: str = "baseline"
-    epochs: int = 4
+    epochs: int = 3
     minutes: float | None = None
     seed: int = 0
     batch: int = 6
@@ -471,7 +471,7 @@ def train(
 
     steps_per_epoch = max(1, data.n_s // opts.batch)
     total_steps = steps_per_epoch * opts.epochs
-    switch_step = max(1, min(total_steps - 1, int(round(opts.epochs * opts.tri_split)) * steps_per_epoch)) if tri else None
+    switch_step = max(1, min(total_steps - 1, int(round(total_steps * opts.tri_split)))) if tri else None
     method_stages = stages(opts.method)
 
     torch.manual_seed(opts.seed)
@@ -766,7 +766,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--ckpt-minutes", type=float, default=d.ckpt_minutes, help=f"checkpoint interval (default {d.ckpt_minutes:g} min)")
     parser.add_argument("--cache", default=None, metavar="DIR", help="log-mel cache directory (default <corpus>/features)")
     parser.add_argument("--max-steps", type=int, default=None, help="stop after this step with a checkpoint (no weights); --resume goes on")
-    parser.add_argument("--tri-split", type=float, default=d.tri_split, help="tri-training: fraction of the epochs for the labeler stage (default 0.5)")
+    parser.add_argument("--tri-split", type=float, default=d.tri_split, help="tri-training: fraction of the steps for the labeler stage (default 0.5)")
     parser.add_argument("--grl-schedule", choices=("ganin", "const"), default=d.grl_schedule, help="GRL factor schedule (default ganin)")
     parser.add_argument("--synthetic-holdout", type=int, default=d.synthetic_holdout,
                         help=f"last synthetic clips kept out of training as the synthetic-domain test set (default {d.synthetic_holdout})")

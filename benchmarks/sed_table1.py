@@ -1,0 +1,189 @@
+"""The paper's Table 1 on our SED corpus: six training methods, real and synthetic domain.
+
+Park et al., "Weakly labeled sound event detection using tri-training and adversarial learning"
+(DCASE 2019 task 4; ``../shared/papers/sed-tri-training-adversarial.txt``), Table 1: event-based
+and segment-based macro F1 of the baseline, Adv.whole, Adv.time, Tri-training, Adv.whole+Tri and
+Adv.time+Tri. Here each method is a weight file written by ``streamkit train sed`` on the same
+``streamkit corpus sed`` corpus with the same budget; this script scores them all the same way:
+
+* **real domain**: the corpus' ``eval`` subset (real-domain clips with strong labels, never used
+  for training or model selection);
+* **synthetic domain**: the held-out tail of the ``synthetic`` subset (the last
+  ``synthetic_holdout`` clips by file name, as recorded in each model card; the trainer never
+  trains on them). Synthetic minus real is the domain gap.
+
+Scores: Ft's frame probabilities, per-class median filter and threshold (from each model card,
+default 0.45 s and 0.5), events (:mod:`streamkit.models.sed_post`); event-based macro F1 (200 ms
+onset collar, offset collar max(200 ms, 20 %)), segment-based macro F1 (1 s) with sed_eval, PSDS
+scenario 1 with sed_scores_eval (:mod:`streamkit.eval.sed`). The paper's numbers are reference
+rows (its validation set, DCASE data, a much larger model trained on a GPU).
+
+Usage::
+
+    python benchmarks/sed_table1.py --corpus /tmp/sedc \\
+        --model baseline=/tmp/sed_train/baseline/sed.pt --model adv-time+tri=/tmp/sed_train/adv-time+tri/sed.pt ...
+
+Writes ``benchmarks/results/sed_table1.json`` (rows, per-class F1, training summaries, paper rows,
+the machine; file names only, no machine paths).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from streamkit.cli import machine_info  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "results" / "sed_table1.json"
+METHOD_NAMES = {
+    "baseline": "Our baseline",
+    "adv-whole": "Adv.whole",
+    "adv-time": "Adv.time",
+    "tri": "Tri-training",
+    "adv-whole+tri": "Adv.whole + Tri-training",
+    "adv-time+tri": "Adv.time + Tri-training",
+}
+#: paper Table 1 (DCASE 2019 task 4 validation set), macro F1 in %: (event, segment)
+PAPER = {
+    "DCASE 2019 baseline": (23.7, 55.2),
+    "baseline": (24.15, 57.70),
+    "adv-whole": (30.65, 59.06),
+    "adv-time": (31.33, 59.26),
+    "tri": (30.23, 62.86),
+    "adv-whole+tri": (32.64, 60.48),
+    "adv-time+tri": (35.10, 60.67),
+}
+TARGET_GAIN = 5.0  #: issue #7: Adv.time+Tri beats the baseline by >= 5 points event-based F1
+
+
+def _fmt(v: Any, w: int = 7) -> str:
+    return f"{v:{w}.2f}" if isinstance(v, (int, float)) and v == v else " " * (w - 1) + "-"
+
+
+def evaluate_model(method: str, path: Path, corpus: Any, *, median_s: float | None, threshold: float | None, psds: bool) -> dict[str, Any]:
+    from streamkit.models.sed_crnn import load_model, n_params
+    from streamkit.train.sed import predict_frames, score_probs
+
+    model, meta = load_model(path)
+    card_p = path.with_suffix(".json")
+    card = json.loads(card_p.read_text(encoding="utf-8")) if card_p.is_file() else {}
+    tr = card.get("training", {})
+    if card.get("method") and card["method"] != method:
+        raise SystemExit(f"error: {path.name} was trained with --method {card['method']}, given as {method}")
+    post = card.get("post_processing") or meta.get("post_processing") or {}
+    med = median_s if median_s is not None else float(post.get("median_s", 0.45))
+    thr = threshold if threshold is not None else float(post.get("threshold", 0.5))
+    hold = int(tr.get("synthetic_holdout", 200))
+    cfg = model.cfg
+    row: dict[str, Any] = {"method": method, "name": METHOD_NAMES[method], "weights": path.name, "parameters": n_params(model)}
+    t0 = time.monotonic()
+    syn = corpus.files["synthetic"]
+    sets = {"real": ("eval", corpus.files["eval"], slice(None)), "synthetic": ("synthetic", syn[len(syn) - hold :], slice(len(syn) - hold, None))}
+    for dom, (sub, files, sl) in sets.items():
+        feats = corpus.features(sub, cfg, progress=False)[sl]
+        probs = predict_frames(model, feats)
+        row[dom] = score_probs(probs, files, corpus.strong[sub], cfg, median_s=med, threshold=thr, clip_s=corpus.clip_s, psds=psds)
+    row["gap_event_f1"] = round(row["synthetic"]["event_f1"] - row["real"]["event_f1"], 2)
+    row["gap_segment_f1"] = round(row["synthetic"]["segment_f1"] - row["real"]["segment_f1"], 2)
+    row["score_s"] = round(time.monotonic() - t0, 1)
+    row["training"] = {k: tr.get(k) for k in ("epochs", "steps", "batch_per_subset", "seed", "wall_time_s", "best_epoch", "best_val_event_f1",
+                                             "synthetic_holdout", "pseudo_stats", "grl_schedule", "corpus_command", "runs")}  # fmt: skip
+    row["validation"] = {k: card.get("metrics", {}).get("validation", {}).get(k) for k in ("event_f1", "segment_f1", "psds1")}
+    return row
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    head = f"{'method':<26} {'real ev':>7} {'real seg':>8} {'PSDS1':>6} | {'syn ev':>7} {'syn seg':>7} {'PSDS1':>6} | {'gap ev':>7} | {'paper ev':>8} {'paper seg':>9}"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        p = PAPER.get(r["method"], (float("nan"), float("nan")))
+        lines.append(
+            f"{r['name']:<26} {_fmt(r['real']['event_f1'])} {_fmt(r['real']['segment_f1'], 8)} {_fmt(r['real'].get('psds1', float('nan')) * 100 if r['real'].get('psds1') is not None else None, 6)} | "
+            f"{_fmt(r['synthetic']['event_f1'])} {_fmt(r['synthetic']['segment_f1'])} {_fmt(r['synthetic'].get('psds1', float('nan')) * 100 if r['synthetic'].get('psds1') is not None else None, 6)} | "
+            f"{_fmt(r['gap_event_f1'])} | {_fmt(p[0], 8)} {_fmt(p[1], 9)}"
+        )
+    p = PAPER["DCASE 2019 baseline"]
+    lines.append(f"{'(paper) DCASE 2019 baseline':<26} {'':>7} {'':>8} {'':>6} | {'':>7} {'':>7} {'':>6} | {'':>7} | {_fmt(p[0], 8)} {_fmt(p[1], 9)}")
+    lines.append("macro F1 in % (event: 200 ms collars, offset max(200 ms, 20 %); segment: 1 s); PSDS1 x 100; gap = synthetic - real event F1")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", required=True, help="the `streamkit corpus sed` directory the models were trained on")
+    ap.add_argument("--model", action="append", default=[], metavar="METHOD=PATH", help="a trained weight file per method (repeat)")
+    ap.add_argument("--cache", default=None, help="log-mel cache directory (default <corpus>/features, shared with training)")
+    ap.add_argument("--median-s", type=float, default=None, help="override the model cards' median filter length")
+    ap.add_argument("--threshold", type=float, default=None, help="override the model cards' threshold")
+    ap.add_argument("--no-psds", action="store_true")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--out", default=str(OUT), help=f"result JSON (default {OUT.relative_to(OUT.parent.parent.parent)})")
+    a = ap.parse_args(argv)
+    import torch
+
+    from streamkit.train.sed import SedCorpus
+
+    torch.set_num_threads(a.threads)
+    models: list[tuple[str, Path]] = []
+    for m in a.model:
+        if "=" not in m:
+            ap.error(f"--model wants METHOD=PATH, got {m!r}")
+        meth, path = m.split("=", 1)
+        if meth not in METHOD_NAMES:
+            ap.error(f"unknown method {meth!r}; one of {', '.join(METHOD_NAMES)}")
+        models.append((meth, Path(path)))
+    if not models:
+        ap.error("give at least one --model METHOD=PATH")
+    order = list(METHOD_NAMES)
+    models.sort(key=lambda mp: order.index(mp[0]))
+    corpus = SedCorpus(a.corpus, a.cache)
+    corpus.require("synthetic", "eval")
+    rows = []
+    for meth, path in models:
+        print(f"scoring {meth} ({path.name}) ...", file=sys.stderr, flush=True)
+        rows.append(evaluate_model(meth, path, corpus, median_s=a.median_s, threshold=a.threshold, psds=not a.no_psds))
+    print(table(rows))
+    by = {r["method"]: r for r in rows}
+    summary: dict[str, Any] = {}
+    if "baseline" in by:
+        b = by["baseline"]
+        summary["baseline_domain_gap"] = {"synthetic_event_f1": b["synthetic"]["event_f1"], "real_event_f1": b["real"]["event_f1"],
+                                          "gap_event_f1": b["gap_event_f1"], "synthetic_segment_f1": b["synthetic"]["segment_f1"],
+                                          "real_segment_f1": b["real"]["segment_f1"], "gap_segment_f1": b["gap_segment_f1"]}  # fmt: skip
+        summary["gain_over_baseline_event_f1"] = {m: round(r["real"]["event_f1"] - b["real"]["event_f1"], 2) for m, r in by.items()}
+        summary["gain_over_baseline_segment_f1"] = {m: round(r["real"]["segment_f1"] - b["real"]["segment_f1"], 2) for m, r in by.items()}
+        if "adv-time+tri" in by:
+            g = summary["gain_over_baseline_event_f1"]["adv-time+tri"]
+            summary["target"] = {"what": f"Adv.time+Tri beats the baseline by >= {TARGET_GAIN:g} points event-based F1 (real eval)", "gain": g,
+                                 "met": bool(g >= TARGET_GAIN), "paper_gain": round(PAPER["adv-time+tri"][0] - PAPER["baseline"][0], 2)}  # fmt: skip
+    for k, v in summary.items():
+        print(f"{k}: {json.dumps(v)}")
+    result = {
+        "benchmark": "sed_table1",
+        "paper": "Park et al., DCASE 2019 task 4, Table 1 (validation set, event / segment macro F1 %)",
+        "corpus_command": corpus.corpus_command(),
+        "sets": {"real": f"eval subset ({len(corpus.files['eval'])} real-domain clips, strong labels)",
+                 "synthetic": "held-out tail of the synthetic subset (synthetic_holdout clips per model card, not trained on)"},  # fmt: skip
+        "metrics": "event-based macro F1 (200 ms onset collar, offset max(200 ms, 20 %)), segment-based macro F1 (1 s), sed_eval; "
+        "PSDS scenario 1 (dtc 0.7, gtc 0.7, alpha_st 1, max_efpr 100), sed_scores_eval",
+        "rows": rows,
+        "summary": summary,
+        "paper_rows": {k: {"event_f1": v[0], "segment_f1": v[1]} for k, v in PAPER.items()},
+        "machine": machine_info(),
+        "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {out.name}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
