@@ -16,3 +16,5 @@ SAD_DNN_WEIGHTS = Path(__file__).resolve().parent / "weights" / "sad_dnn.pt"
 #: the shipped multilingual RNN-T weights (multi-softmax + LID head, ``streamkit train rnnt --variant lid``);
 #: model card ``rnnt_lid.json`` next to them. May be absent in a development tree until trained.
 RNNT_WEIGHTS = Path(__file__).resolve().parent / "weights" / "rnnt_lid.pt"
+#: the shipped SED CRNN weights (the best method of benchmarks/sed_table1.py); model card ``sed_crnn.json`` beside them
+SED_WEIGHTS = Path(__file__).resolve().parent / "weights" / "sed_crnn.pt"
