@@ -69,6 +69,6 @@ def test_cli_errors(tmp_path, capsys):
     assert "bad.wav" in capsys.readouterr().err
     corrupt = tmp_path / "corrupt.pt"
     corrupt.write_bytes(b"\x00" * 64)
-    p, _ = speech_file(tmp_path, "b.wav", rate=8000, seconds=4.0)
+    p, _ = speech_file(tmp_path, "b.wav", rate=8000, seconds=8.0)
     assert main(["transcribe", str(p), "--weights", str(corrupt)]) == 2
     assert "corrupt.pt" in capsys.readouterr().err
