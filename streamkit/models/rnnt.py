@@ -44,6 +44,11 @@ possible fix for the LID loss disturbing the encoder).
 Mini-batches may mix languages: the multi-softmax variants then run each language's prediction
 network / joint on its own rows (the paper draws each mini-batch from one language).
 
+Input normalisation (``RnntConfig.feat_norm``): ``global`` (the per-dimension training statistics
+only; the default, so older weight files load unchanged) or ``causal`` (then a running
+per-utterance mean/variance normalisation, see :meth:`RnntModel._enc_input`; what ``streamkit
+train rnnt`` uses by default).
+
 Streaming: :meth:`RnntModel.encoder_step` carries the LSTM state across chunks (equal to the
 full-sequence encoder), :meth:`RnntModel.predictor_step` advances the prediction network by one
 token per row, :meth:`RnntModel.joint` combines any broadcastable encoder/prediction outputs, and
@@ -68,6 +73,7 @@ from streamkit.models.rnnt_loss import rnnt_loss
 __all__ = [
     "BLANK",
     "VARIANTS",
+    "FEAT_NORMS",
     "FORMAT",
     "RnntConfig",
     "RnntModel",
@@ -79,6 +85,7 @@ __all__ = [
 
 BLANK = 0
 VARIANTS = ("vanilla", "onehot", "multisoftmax", "lsp", "lid")
+FEAT_NORMS = ("global", "causal")
 FORMAT = "streamkit-rnnt/1"
 
 LstmState = tuple[torch.Tensor, torch.Tensor]
@@ -101,6 +108,8 @@ class RnntConfig:
     dropout: float = 0.0
     lid_weight: float = 1.0
     lid_detach_encoder: bool = False
+    feat_norm: str = "global"
+    norm_prior_frames: float = 50.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "languages", tuple(str(x) for x in self.languages))
@@ -118,6 +127,10 @@ class RnntConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.feat_norm not in FEAT_NORMS:
+            raise ValueError(f"feat_norm must be one of {FEAT_NORMS}, got {self.feat_norm!r}")
+        if not self.norm_prior_frames > 0:
+            raise ValueError(f"norm_prior_frames must be > 0, got {self.norm_prior_frames}")
 
     @property
     def n_lang(self) -> int:
@@ -245,20 +258,54 @@ class RnntModel(nn.Module):
         self.feat_std.copy_(torch.as_tensor(std, dtype=self.feat_std.dtype).clamp(min=1e-5))
 
     # ------------------------------------------------------------------ encoder
-    def _enc_input(self, feats: torch.Tensor, lang: int | torch.Tensor | None) -> torch.Tensor:
+    def _enc_input(
+        self, feats: torch.Tensor, lang: int | torch.Tensor | None, norm_state: tuple[torch.Tensor, ...] | None = None
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
+        """Normalised encoder input and the running-normalisation state (None for ``feat_norm="global"``).
+
+        ``global``: ``(feats - feat_mean) / feat_std``. ``causal``: that, then per utterance and
+        dimension a running mean/variance normalisation over the frames so far, started from
+        ``norm_prior_frames`` pseudo-frames of the global statistics (mean 0, variance 1 after the
+        global step): mean ``sum / (n0 + t)``, variance ``(n0 + scatter about the utterance's own
+        mean) / (n0 + t)``. It removes the utterance's channel (band limit, gain, noise floor),
+        which otherwise dominates the global statistics, and is causal, so streaming carries
+        ``(count, sum, sum of squares)`` in the encoder state.
+        """
         if feats.dim() != 3 or feats.shape[2] != self.cfg.feat_dim:
             raise ValueError(f"feats must be (B, T, {self.cfg.feat_dim}), got {tuple(feats.shape)}")
         x = (feats - self.feat_mean) / self.feat_std
+        new_norm = None
+        if self.cfg.feat_norm == "causal":
+            B, T, D = x.shape
+            if norm_state is None:
+                cnt = x.new_zeros(B, 1)
+                s1 = x.new_zeros(B, D)
+                s2 = x.new_zeros(B, D)
+            else:
+                cnt, s1, s2 = norm_state
+            n0 = float(self.cfg.norm_prior_frames)
+            c1 = s1[:, None] + torch.cumsum(x, 1)
+            c2 = s2[:, None] + torch.cumsum(x * x, 1)
+            t = cnt[:, None] + torch.arange(1, T + 1, dtype=x.dtype, device=x.device)[None, :, None]  # (B, T, 1) frames so far
+            mu = c1 / (t + n0)  # shrunk towards the global mean 0 by the prior pseudo-frames
+            var = ((n0 + c2 - c1 * c1 / t) / (t + n0)).clamp(min=1e-2)  # prior variance 1 + the utterance's own scatter
+            x = (x - mu) * torch.rsqrt(var)
+            new_norm = (cnt + T, c1[:, -1], c2[:, -1]) if T else (cnt, s1, s2)
         if self.cfg.variant == "onehot":
             x = torch.cat([x, self._onehot(self._lang_vec(lang, feats.shape[0]), feats.shape[1], x.dtype)], dim=2)
-        return x
+        return x, new_norm
 
     def encoder_step(
-        self, feats_chunk: torch.Tensor, state: LstmState | None = None, lang: int | torch.Tensor | None = None
-    ) -> tuple[torch.Tensor, LstmState]:
-        """Encoder over a chunk ``(B, n, feat_dim)`` from ``state`` (None: start); ``(enc, state)``."""
-        out, st = self.encoder(self._enc_input(feats_chunk, lang), state)
-        return out, (st[0], st[1])
+        self, feats_chunk: torch.Tensor, state: tuple[torch.Tensor, ...] | None = None, lang: int | torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
+        """Encoder over a chunk ``(B, n, feat_dim)`` from ``state`` (None: start); ``(enc, state)``.
+
+        The state is ``(h, c)`` of the LSTM, followed for ``feat_norm="causal"`` by the running
+        normalisation's ``(count, sum, sum of squares)``; callers pass it through unchanged.
+        """
+        x, norm = self._enc_input(feats_chunk, lang, None if state is None or len(state) < 5 else tuple(state[2:5]))
+        out, st = self.encoder(x, None if state is None else (state[0], state[1]))
+        return out, ((st[0], st[1]) if norm is None else (st[0], st[1], *norm))
 
     def encode(self, feats: torch.Tensor, lang: int | torch.Tensor | None = None) -> torch.Tensor:
         """Full-sequence encoder output (B, T, enc_hidden)."""

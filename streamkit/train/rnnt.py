@@ -9,7 +9,13 @@ Issue #6 part 3; the model family is :mod:`streamkit.models.rnnt`, the corpus
   :func:`streamkit.models.features.log_mel` of every file, computed once at start-up and kept in
   memory (80 x float32 per 10 ms), stacked to 640 dims / 30 ms per batch. The model's input
   normalisation (``feat_mean``/``feat_std``) is set from all stacked training frames
-  (:meth:`~streamkit.models.rnnt.RnntModel.set_feature_stats`).
+  (:meth:`~streamkit.models.rnnt.RnntModel.set_feature_stats`); with ``--feat-norm causal`` (the
+  default) the model then normalises each utterance by its running mean/variance
+  (``RnntConfig.feat_norm``). The global statistics are dominated by the channel (80 % of the
+  corpus through the HF simulator, band-limited, 20 % clean with digital silence at the log
+  floor): within an HF utterance the globally normalised features varied with std 0.34 only. An
+  encoder-only CTC probe (2x128 LSTM, 400 Hindi utterances, lr 1e-3) stayed on the blank plateau
+  with global normalisation (dev CTC 166.7 at step 400) and left it with the running one (150.9).
 * **Mini-batches from one language at a time** (paper §4.1): step ``k`` draws its language from
   ``SeedSequence([seed, 1, k])`` with probabilities proportional to the language's training hours,
   then takes that language's next batch. A language's utterances are bucketed per pass ("epoch"
@@ -61,7 +67,7 @@ import torch
 
 from streamkit.data import asr_corpus
 from streamkit.models.features import N_MELS, RATE, STACK, STRIDE, log_mel, n_stacked
-from streamkit.models.rnnt import VARIANTS, RnntConfig, RnntModel, n_params, save_model
+from streamkit.models.rnnt import FEAT_NORMS, VARIANTS, RnntConfig, RnntModel, n_params, save_model
 
 __all__ = [
     "CKPT_FORMAT",
@@ -874,7 +880,7 @@ def _command(cfg: RnntConfig, run: dict[str, Any], threads: int, out: Path) -> s
     d = RnntConfig().to_dict()
     c = cfg.to_dict()
     size = " ".join(f"--{k.replace('_', '-')} {c[k]}" for k in ("enc_layers", "enc_hidden", "pred_layers", "pred_hidden", "embed_dim",
-                                                                 "joint_dim", "dropout", "lid_weight") if c[k] != d[k])  # fmt: skip
+                                                                 "joint_dim", "dropout", "lid_weight", "feat_norm") if c[k] != d[k])  # fmt: skip
     cmd = f"streamkit train rnnt --corpus CORPUS --variant {cfg.variant} --out {out.name} --seed {run['seed']}"
     if run["steps"] is not None:
         cmd += f" --steps {run['steps']}"
@@ -918,6 +924,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         g.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(d, name))
     g.add_argument("--dropout", type=float, default=d.dropout)
     g.add_argument("--lid-weight", type=float, default=d.lid_weight, help="weight of the LID cross-entropy (lid variant)")
+    g.add_argument("--feat-norm", choices=FEAT_NORMS, default="causal",
+                   help="input normalisation (default causal: global statistics, then a running per-utterance mean/variance; "
+                   "global: the global statistics only)")  # fmt: skip
     p.add_argument("--quiet", action="store_true")
     return p
 
@@ -926,7 +935,7 @@ def run_from_args(ns: argparse.Namespace) -> int:
     try:
         cfg = RnntConfig(variant=ns.variant, enc_layers=ns.enc_layers, enc_hidden=ns.enc_hidden, pred_layers=ns.pred_layers,
                          pred_hidden=ns.pred_hidden, embed_dim=ns.embed_dim, joint_dim=ns.joint_dim, dropout=ns.dropout,
-                         lid_weight=ns.lid_weight)  # fmt: skip
+                         lid_weight=ns.lid_weight, feat_norm=ns.feat_norm)  # fmt: skip
         if ns.threads < 1:
             raise ValueError(f"--threads must be >= 1, got {ns.threads}")
         train(ns.corpus, ns.out, cfg=cfg, steps=ns.steps, minutes=ns.minutes, seed=ns.seed, resume=ns.resume, ckpt=ns.ckpt,

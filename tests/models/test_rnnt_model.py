@@ -109,12 +109,13 @@ def test_lid_gradient_isolation(detach):
     assert torch.allclose(g_tot["lid_head.weight"], cfg.lid_weight * g_lid["lid_head.weight"])
 
 
+@pytest.mark.parametrize("feat_norm", ["global", "causal"])
 @pytest.mark.parametrize("variant", ["onehot", "lid"])
-def test_encoder_step_over_chunks_equals_full(variant):
+def test_encoder_step_over_chunks_equals_full(variant, feat_norm):
     torch.manual_seed(2)
-    cfg = tiny_cfg(variant)
+    cfg = tiny_cfg(variant, feat_norm=feat_norm)
     model = RnntModel(cfg).eval()
-    feats = torch.randn(2, 23, cfg.feat_dim)
+    feats = torch.randn(2, 23, cfg.feat_dim) * 3 + torch.randn(2, 1, cfg.feat_dim)
     lang = torch.tensor([0, 2])
     with torch.no_grad():
         full = model.encode(feats, lang)
@@ -227,3 +228,21 @@ def test_save_load_round_trip_and_errors(tmp_path):
     torch.save(obj, mism)
     with pytest.raises(ModelError, match="invalid model config"):
         load_model(mism)
+
+
+def test_causal_feat_norm_is_causal_and_removes_utterance_offsets():
+    """Running per-utterance normalisation: frames depend only on the past (padding is harmless),
+    and a per-utterance offset and scale of the features are removed as frames accumulate."""
+    torch.manual_seed(5)
+    cfg = tiny_cfg("multisoftmax", feat_norm="causal", norm_prior_frames=2.0)
+    model = RnntModel(cfg).eval()
+    feats = torch.randn(1, 400, cfg.feat_dim)
+    with torch.no_grad():
+        x, _ = model._enc_input(feats, 0)
+        x_pad, _ = model._enc_input(torch.cat([feats, 100 * torch.ones(1, 7, cfg.feat_dim)], 1), 0)
+        assert torch.equal(x_pad[:, :400], x)
+        y, _ = model._enc_input(feats * 0.5 + 5.0, 0)
+    assert torch.allclose(y[:, 300:], x[:, 300:], atol=0.1)
+    assert abs(float(x[:, 50:].mean())) < 0.1 and abs(float(x[:, 50:].std()) - 1) < 0.1
+    with pytest.raises(ValueError, match="feat_norm"):
+        tiny_cfg("lid", feat_norm="cmvn")
