@@ -54,6 +54,16 @@ model card (``<out>.json``) has the method, config, parameters, corpus command, 
 history, and validation / eval / synthetic hold-out event F1, segment F1 (1 s) and PSDS
 (scenario 1, sed_scores_eval). No absolute machine paths are written.
 
+Budget (Table 1 runs, ``benchmarks/sed_table1.py``)
+---------------------------------------------------
+Preset ``small`` (128 mel bins as the paper; CNN channels 4, 16, 32 x 4, pooling time 2, 2, 1 ...,
+frequency 4, 2, 2, 2, 2, 2; BiGRU 2 x 32; 106 k parameters, 99 k on the F -> Ft path), batch 6
+clips per subset, 3 epochs (900 steps) for every method, 1 thread at nice 15 beside another
+training on a 2-core machine: an epoch took about 2 min for the baseline (12 clips a step) and
+3-3.5 min for the methods that also feed U (18 clips a step); the six runs took 6.7 to 11.1 min
+each, 58.6 min in all. The ``paper`` preset (the DCASE 2020 layout, 484 k parameters) costs about
+3 times as much per clip.
+
 Checkpoints (model, optimiser, torch RNG, step, pseudo-labels, best state, history) are written
 atomically every ``--ckpt-minutes`` and after every validation; ``--resume`` continues exactly
 (the same weights as an uninterrupted run, single thread).
