@@ -56,6 +56,7 @@ from streamkit.models.sad_dnn import (
     n_params,
     save_weights,
 )
+from streamkit.train.progress import TrainProgress
 
 CHUNK = 400  #: frames per training chunk (4 s)
 
@@ -140,43 +141,19 @@ def dev_loss(model: SadDnn, dev: list[tuple[torch.Tensor, torch.Tensor]]) -> flo
     return tot / max(n, 1)
 
 
-class _Progress:
-    """rich progress bar on a TTY, plain lines otherwise (nohup logs)."""
+class _Progress(TrainProgress):
+    """The shared progress bar; plain lines at most every 30 s (or when forced)."""
 
     def __init__(self, total_s: float, quiet: bool) -> None:
-        self.quiet = quiet
-        self.tty = sys.stderr.isatty() and not quiet
+        super().__init__("train sad-dnn", total_s, quiet=quiet)
         self.last = 0.0
-        self.bar: Any = None
-        if self.tty:
-            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-            self.bar = Progress(
-                TextColumn("train sad-dnn"), BarColumn(), TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TimeRemainingColumn()
-            )
-            self.bar.start()
-            self.task = self.bar.add_task("train", total=total_s, info="")
-
-    def update(self, elapsed: float, info: str, force: bool = False) -> None:
-        if self.quiet:
-            return
-        if self.bar is not None:
-            self.bar.update(self.task, completed=elapsed, info=info)
-        elif force or time.monotonic() - self.last > 30:
+    def update(self, elapsed: float, info: str, force: bool = False) -> None:  # type: ignore[override]
+        line = None
+        if self.bar is None and (force or time.monotonic() - self.last > 30):
             self.last = time.monotonic()
-            print(f"[{elapsed / 60:6.1f} min] {info}", flush=True)
-
-    def note(self, msg: str) -> None:
-        if self.quiet:
-            return
-        if self.bar is not None:
-            self.bar.console.print(msg)
-        else:
-            print(msg, flush=True)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
+            line = f"[{elapsed / 60:6.1f} min] {info}"
+        super().update(elapsed, info, line)
 
 
 def _save_ckpt(path: Path, state: dict[str, Any]) -> None:

@@ -68,6 +68,7 @@ import torch
 from streamkit.data import asr_corpus
 from streamkit.models.features import N_MELS, RATE, STACK, STRIDE, log_mel, n_stacked
 from streamkit.models.rnnt import FEAT_NORMS, VARIANTS, RnntConfig, RnntModel, n_params, save_model
+from streamkit.train.progress import TrainProgress
 
 __all__ = [
     "CKPT_FORMAT",
@@ -481,39 +482,15 @@ def _spread(items: list[int], k: int) -> list[int]:
     return [items[i] for i in pos.tolist()]
 
 
-class _Progress:
-    """A rich progress bar on a TTY; plain lines every ``log_every`` steps otherwise (nohup logs)."""
+class _Progress(TrainProgress):
+    """The shared progress bar; plain lines every ``log_every`` steps."""
 
     def __init__(self, total: int | None, done: int, quiet: bool, log_every: int) -> None:
-        self.quiet, self.log_every = quiet, max(1, log_every)
-        self.bar: Any = None
-        if sys.stderr.isatty() and not quiet:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-            self.bar = Progress(TextColumn("train rnnt"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
-                                TimeElapsedColumn(), TimeRemainingColumn())  # fmt: skip
-            self.bar.start()
-            self.task = self.bar.add_task("train", total=total, completed=done, info="")
+        super().__init__("train rnnt", total, done=done, quiet=quiet, count=True)
+        self.log_every = max(1, log_every)
 
     def step(self, step: int, info: str) -> None:
-        if self.quiet:
-            return
-        if self.bar is not None:
-            self.bar.update(self.task, completed=step, info=info)
-        elif step % self.log_every == 0:
-            print(f"step {step} {info}", flush=True)
-
-    def note(self, msg: str) -> None:
-        if self.quiet:
-            return
-        if self.bar is not None:
-            self.bar.console.print(msg)
-        else:
-            print(msg, flush=True)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
+        self.update(step, info, f"step {step} {info}" if step % self.log_every == 0 else None)
 
 
 def train(
