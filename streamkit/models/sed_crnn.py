@@ -53,8 +53,8 @@ compare with offline windows accordingly) or pad windows with real context. The 
 whole window in both directions, so the recurrent part has no bounded look-ahead.
 
 Weight files: ``{format, config, state_dict, meta}`` written atomically with ``torch.save`` as
-:mod:`streamkit.models.rnnt` and :mod:`streamkit.models.sad_dnn` do (each has its own copy of this
-code; there is no shared helper); :func:`load_model` raises :class:`ModelError` for a missing,
+:mod:`streamkit.models.rnnt` and :mod:`streamkit.models.sad_dnn` do, all through
+:mod:`streamkit.models.checkpoint`; :func:`load_model` raises :class:`ModelError` for a missing,
 corrupt, foreign or mismatched file.
 
 Features: :func:`log_mel` reuses :func:`streamkit.models.features.mel_filterbank` (parameterised
