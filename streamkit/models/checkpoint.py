@@ -31,17 +31,29 @@ M = TypeVar("M", bound=torch.nn.Module)
 
 
 def save_checkpoint(path: str | Path, fmt: str, model: torch.nn.Module, cfg: _Config, *, meta: Mapping[str, Any] | None = None,
-                    **extra: Any) -> Path:  # fmt: skip
-    """Write ``{format, config, state_dict, meta, **extra}`` atomically; returns the path."""
+                    storage_dtype: torch.dtype | None = None, **extra: Any) -> Path:  # fmt: skip
+    """Write ``{format, config, state_dict, meta, **extra}`` atomically; returns the path.
+
+    ``storage_dtype`` (e.g. ``torch.float16``) stores the floating-point tensors in that type (half
+    the size of a shipped file); :func:`load_checkpoint` loads them into the model's own float32
+    parameters (``load_state_dict`` converts), and the file records ``"storage_dtype"``.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+
+    def stored(v: torch.Tensor) -> torch.Tensor:
+        v = v.detach().cpu().clone()
+        return v.to(storage_dtype) if storage_dtype is not None and v.is_floating_point() else v
+
     obj = {
         "format": fmt,
         "config": cfg.to_dict(),
-        "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
+        "state_dict": {k: stored(v) for k, v in model.state_dict().items()},
         "meta": dict(meta or {}),
         **extra,
     }
+    if storage_dtype is not None:
+        obj["storage_dtype"] = str(storage_dtype).removeprefix("torch.")
     buf = io.BytesIO()
     torch.save(obj, buf)
     tmp = path.with_name(path.name + ".tmp")

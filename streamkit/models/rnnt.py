@@ -455,9 +455,12 @@ def n_params(model: nn.Module) -> int:
 # ------------------------------------------------------------------------------------------------
 
 
-def save_model(path: str | Path, model: RnntModel, *, meta: Mapping[str, Any] | None = None) -> Path:
-    """Write ``{format, config, state_dict, meta}`` atomically (:func:`streamkit.models.checkpoint.save_checkpoint`)."""
-    return save_checkpoint(path, FORMAT, model, model.cfg, meta=meta)
+def save_model(path: str | Path, model: RnntModel, *, meta: Mapping[str, Any] | None = None, half: bool = False) -> Path:
+    """Write ``{format, config, state_dict, meta}`` atomically (:func:`streamkit.models.checkpoint.save_checkpoint`).
+
+    ``half``: store the weights as float16 (half the file; they load into float32 parameters).
+    """
+    return save_checkpoint(path, FORMAT, model, model.cfg, meta=meta, storage_dtype=torch.float16 if half else None)
 
 
 def load_model(path: str | Path, *, expect: RnntConfig | Mapping[str, Any] | None = None) -> tuple[RnntModel, dict[str, Any]]:

@@ -84,6 +84,8 @@ __all__ = [
 ]
 
 CKPT_FORMAT = "streamkit-rnnt-train/1"
+BATCHINGS = ("language", "mixed")  #: --batching
+LID_LOSSES = ("frame-mean", "utt-sum")  #: --lid-loss
 FRAME_S = 0.03  #: seconds per stacked frame
 MAX_SYMBOLS = 3  #: per frame, greedy dev decoding
 
@@ -449,12 +451,18 @@ class CtcHeads(torch.nn.Module):
         n = cfg.n_lang if cfg.multi else 1
         self.heads = torch.nn.ModuleList(torch.nn.Linear(cfg.enc_hidden, cfg.output_size(i)) for i in range(n))
 
-    def forward(self, model: RnntModel, enc: torch.Tensor, fl: torch.Tensor, y: torch.Tensor, tl: torch.Tensor, lang: int) -> torch.Tensor:
+    def forward(self, model: RnntModel, enc: torch.Tensor, fl: torch.Tensor, y: torch.Tensor, tl: torch.Tensor,
+                lang: int | torch.Tensor) -> torch.Tensor:  # fmt: skip
+        """Mean over the utterances of the per-utterance CTC loss; ``lang`` an int or one per row."""
         multi = model.cfg.multi
-        lp = self.heads[lang if multi else 0](enc).log_softmax(-1).transpose(0, 1)  # (T, B, V)
-        tgt = y if multi else model.to_union(y, lang)
-        loss = torch.nn.functional.ctc_loss(lp, tgt, fl, tl, blank=0, reduction="sum", zero_infinity=True)
-        return loss / y.shape[0]
+        lv = torch.as_tensor(lang).expand(y.shape[0]) if torch.as_tensor(lang).dim() == 0 else torch.as_tensor(lang)
+        total = enc.new_zeros(())
+        for lg in torch.unique(lv).tolist() if multi else [None]:
+            rows = torch.arange(y.shape[0]) if lg is None else (lv == lg).nonzero().squeeze(1)
+            lp = self.heads[0 if lg is None else int(lg)](enc[rows]).log_softmax(-1).transpose(0, 1)  # (T, B, V)
+            tgt = y[rows] if multi else model.to_union(y[rows], lv[rows])
+            total = total + torch.nn.functional.ctc_loss(lp, tgt, fl[rows], tl[rows], blank=0, reduction="sum", zero_infinity=True)
+        return total / y.shape[0]
 
 
 def lr_at(step: int, run: dict[str, Any]) -> float:
@@ -520,12 +528,23 @@ def train(
     log_every: int = 25,
     quiet: bool = False,
     on_step: Callable[[int, float], None] | None = None,
+    half_weights: bool = False,
+    batching: str = "language",
+    lid_loss: str = "frame-mean",
 ) -> dict[str, Any]:
     """Train (or continue) an RNN-T on a ``streamkit corpus asr`` corpus; returns the model card.
 
     ``cfg`` gives the architecture; its ``languages``/``vocab_sizes`` are replaced by the corpus's.
     ``train_limit``: at most this many training utterances per language (tests, quick runs).
     ``on_step(step, loss)`` is called after every optimiser step.
+    ``batching``: ``language`` (the paper: every mini-batch from one language, drawn by training
+    hours) or ``mixed`` (length-bucketed batches over all languages' utterances together, so the
+    languages still appear in proportion to their hours). ``lid_loss``: the LID cross-entropy as
+    ``frame-mean`` (mean over all frames of the batch) or ``utt-sum`` (summed over each
+    utterance's frames, mean over utterances: the same scale as the per-utterance RNN-T loss).
+    ``half_weights``: the weight file ``out`` stores float16 weights (half the size; they load into
+    float32 parameters); the checkpoint keeps float32. Not part of the run: ``--resume`` of a
+    finished run with it rewrites the weight file only.
 
     Raises:
         CorpusError: missing or malformed corpus.
@@ -574,13 +593,20 @@ def train(
     dev_lm = compute_logmel(dev_u)
     keep_d = [i for i, lm in enumerate(dev_lm) if n_stacked(lm.shape[0]) >= 1]
     dev_u, dev_lm = [dev_u[i] for i in keep_d], [dev_lm[i] for i in keep_d]
+    if batching not in BATCHINGS:
+        raise ValueError(f"batching must be one of {BATCHINGS}, got {batching!r}")
+    if lid_loss not in LID_LOSSES:
+        raise ValueError(f"lid_loss must be one of {LID_LOSSES}, got {lid_loss!r}")
     by_lang = [[i for i, u in enumerate(train_u) if u.lang == lg] for lg in range(L)]
     missing = [corpus.langs[lg] for lg in range(L) if not by_lang[lg]]
     if missing:
         raise CorpusError(f"{corpus.root}: no usable training utterance for {missing}")
-    lens = [np.array([n_stacked(train_lm[i].shape[0]) for i in ix]) for ix in by_lang]
     hours = np.array([sum(train_u[i].n_samples for i in ix) / RATE / 3600 for ix in by_lang])
-    probs = hours / hours.sum()
+    # batch groups: one per language (drawn by hours), or one group of every utterance (mixed)
+    groups = by_lang if batching == "language" else [list(range(len(train_u)))]
+    probs = hours / hours.sum() if batching == "language" else np.ones(1)
+    lens = [np.array([n_stacked(train_lm[i].shape[0]) for i in ix]) for ix in groups]
+    utt_lang = torch.tensor([u.lang for u in train_u], dtype=torch.long)
     load_s = time.monotonic() - t_load
 
     run = {
@@ -599,6 +625,8 @@ def train(
         "wer_per_lang": int(wer_per_lang),
         "train_limit": train_limit,
         "train_utterances": len(train_u),
+        "batching": batching,
+        "lid_loss": lid_loss,
     }
     torch.manual_seed(seed)
     if init not in ("xavier", "torch"):
@@ -613,7 +641,7 @@ def train(
     ctc = CtcHeads(cfg) if ctc_weight > 0 else None
     params = list(model.parameters()) + (list(ctc.parameters()) if ctc is not None else [])
     opt = torch.optim.Adam(params, lr=lr, betas=(0.9, 0.98), eps=1e-9)
-    st: dict[str, Any] = {"step": 0, "epoch": [0] * L, "pos": [0] * L, "elapsed_s": 0.0, "audio_s": 0.0, "best_loss": math.inf,
+    st: dict[str, Any] = {"step": 0, "epoch": [0] * len(groups), "pos": [0] * len(groups), "elapsed_s": 0.0, "audio_s": 0.0, "best_loss": math.inf,
                           "best_step": None, "best_eval": None, "history": [], "runs": 0, "train_loss_sum": 0.0, "train_loss_n": 0,
                           "train_lang_steps": [0] * L}  # fmt: skip
     best_state: dict[str, torch.Tensor] | None = None
@@ -621,6 +649,8 @@ def train(
         ck = torch.load(ckpt_p, map_location="cpu", weights_only=False)
         if not isinstance(ck, dict) or ck.get("format") != CKPT_FORMAT:
             raise ValueError(f"{ckpt_p}: not an RNN-T training checkpoint")
+        ck["run"].setdefault("batching", "language")  # checkpoints from before these options
+        ck["run"].setdefault("lid_loss", "frame-mean")
         if ck["config"] != cfg.to_dict() or ck["run"] != run:
             diff = {k: (v, ck["run"].get(k)) for k, v in run.items() if ck["run"].get(k) != v}
             if ck["config"] != cfg.to_dict():
@@ -667,7 +697,7 @@ def train(
                        "ctc": None if ctc is None else ctc.state_dict(), "torch_rng": torch.get_rng_state(), "state": st, "best_state": best_state})  # fmt: skip
 
     def card(final: bool) -> dict[str, Any]:
-        return _model_card(cfg, model, corpus, run, st, hours, threads, out, final)
+        return _model_card(cfg, model, corpus, run, st, hours, threads, out, final, half_weights)
 
     def write_best() -> None:
         if best_state is None:
@@ -676,7 +706,7 @@ def train(
         m.load_state_dict(best_state)
         meta = {"symbols": symbols, "variant": cfg.variant, "step": st["best_step"], "seed": seed, "card": out.with_suffix(".json").name,
                 "corpus_command": corpus.command}  # fmt: skip
-        save_model(out, m, meta=meta)
+        save_model(out, m, meta=meta, half=half_weights)
 
     def validate() -> None:
         nonlocal best_state
@@ -720,14 +750,16 @@ def train(
             if (steps is not None and st["step"] >= steps) or elapsed() >= budget_s or stop_signal:
                 break
             k = st["step"]
-            lg = int(np.random.default_rng(np.random.SeedSequence([seed, 1, k])).choice(L, p=probs))
-            bl = batches_of(lg, st["epoch"][lg])
-            sel = [by_lang[lg][j] for j in bl[st["pos"][lg]]]
-            st["pos"][lg] += 1
-            if st["pos"][lg] >= len(bl):
-                st["epoch"][lg] += 1
-                st["pos"][lg] = 0
+            gi = int(np.random.default_rng(np.random.SeedSequence([seed, 1, k])).choice(len(groups), p=probs))
+            bl = batches_of(gi, st["epoch"][gi])
+            sel = [groups[gi][j] for j in bl[st["pos"][gi]]]
+            st["pos"][gi] += 1
+            if st["pos"][gi] >= len(bl):
+                st["epoch"][gi] += 1
+                st["pos"][gi] = 0
             x, fl, y, tl = collate([train_u[i] for i in sel], [train_lm[i] for i in sel])
+            rows_lang = utt_lang[sel]
+            lg = int(rows_lang[0]) if bool((rows_lang == rows_lang[0]).all()) else rows_lang
             for g in opt.param_groups:
                 g["lr"] = lr_at(k, run)
             if ctc is not None:
@@ -740,6 +772,8 @@ def train(
             else:
                 res = model(x, fl, y, tl, lg)
                 loss = res["loss"]
+            if lid_loss == "utt-sum" and cfg.has_lid:  # frame mean x frames per utterance = per-utterance sum, mean over utterances
+                loss = loss + cfg.lid_weight * res["lid_loss"] * (float(fl.sum()) / len(sel) - 1.0)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, clip)
@@ -751,7 +785,8 @@ def train(
             st["audio_s"] += sum(train_u[i].n_samples for i in sel) / RATE
             st["train_loss_sum"] += lv
             st["train_loss_n"] += 1
-            st["train_lang_steps"][lg] += 1
+            for row_lang in rows_lang.tolist():  # steps per language: fraction of the batch's utterances
+                st["train_lang_steps"][row_lang] += 1.0 / len(sel)
             win_sum += lv
             win_n += 1
             if on_step is not None:
@@ -780,6 +815,7 @@ def train(
             validate()
         else:
             save_ckpt()
+        write_best()  # the weight file in the requested storage type, also when resuming a finished run
     finally:
         for sig, h in old_handlers.items():
             signal.signal(sig, h)
@@ -793,7 +829,7 @@ def train(
 
 
 def _model_card(cfg: RnntConfig, model: RnntModel, corpus: AsrCorpus, run: dict[str, Any], st: dict[str, Any], hours: np.ndarray,
-                threads: int, out: Path, final: bool) -> dict[str, Any]:  # fmt: skip
+                threads: int, out: Path, final: bool, half_weights: bool = False) -> dict[str, Any]:  # fmt: skip
     from streamkit.cli import machine_info
 
     elapsed = st["elapsed_s"]
@@ -801,6 +837,7 @@ def _model_card(cfg: RnntConfig, model: RnntModel, corpus: AsrCorpus, run: dict[
         "model": f"streamkit.models.rnnt ({cfg.variant}), multilingual streaming RNN-T (Joshi et al. 2021, multi-softmax)",
         "variant": cfg.variant,
         "weights": out.name,
+        "weights_dtype": "float16" if half_weights else "float32",
         "status": "finished" if final else "in progress",
         "config": cfg.to_dict(),
         "n_params": n_params(model),
@@ -816,22 +853,31 @@ def _model_card(cfg: RnntConfig, model: RnntModel, corpus: AsrCorpus, run: dict[
             "vocab_sizes": list(cfg.vocab_sizes),
         },
         "training": {
-            "command": _command(cfg, run, threads, out),
+            "command": _command(cfg, run, threads, out, half_weights),
             "budget": {"steps": run["steps"], "note": "same --steps (and batch settings) for every variant"},
             "seed": run["seed"],
             "steps": st["step"],
             "audio_hours_seen": round(st["audio_s"] / 3600, 3),
-            "steps_per_language": dict(zip(cfg.languages, st["train_lang_steps"])),
+            "steps_per_language": {lg: round(float(n), 1) for lg, n in zip(cfg.languages, st["train_lang_steps"])},
             "wall_time_s": round(elapsed, 1),
             "runs": st["runs"],
             "threads": threads,
-            "batching": f"one language per mini-batch, language ~ training hours; length-bucketed, <= {run['batch_seconds']:g} s padded "
-            f"audio and <= {run['max_utts']} utterances per batch",
+            "batching": (
+                "one language per mini-batch, language ~ training hours"
+                if run.get("batching", "language") == "language"
+                else "mixed: every language's utterances bucketed together (languages in proportion to their hours)"
+            )
+            + f"; length-bucketed, <= {run['batch_seconds']:g} s padded audio and <= {run['max_utts']} utterances per batch",
             "optimiser": f"Adam (0.9, 0.98), eps 1e-9, lr {run['lr']:g}, linear warm-up {run['warmup']} steps"
             + (f", cosine decay to {run['lr_final']:g} x lr at step {run['steps']}" if run["steps"] else ", then constant")
             + f", gradient norm clip {run['clip']:g}",
             "loss": "RNN-T (mean per utterance)"
-            + (f" + {cfg.lid_weight:g} x frame-level LID cross-entropy" if cfg.has_lid else "")
+            + (
+                f" + {cfg.lid_weight:g} x frame-level LID cross-entropy "
+                + ("(mean over frames)" if run.get("lid_loss", "frame-mean") == "frame-mean" else "(summed per utterance, mean over utterances)")
+                if cfg.has_lid
+                else ""
+            )
             + (
                 f" + {run['ctc_weight']:g} x auxiliary encoder CTC (per utterance; training-only heads, not in the weight file)"
                 if run["ctc_weight"]
@@ -853,7 +899,7 @@ def _model_card(cfg: RnntConfig, model: RnntModel, corpus: AsrCorpus, run: dict[
     }
 
 
-def _command(cfg: RnntConfig, run: dict[str, Any], threads: int, out: Path) -> str:
+def _command(cfg: RnntConfig, run: dict[str, Any], threads: int, out: Path, half_weights: bool = False) -> str:
     d = RnntConfig().to_dict()
     c = cfg.to_dict()
     size = " ".join(f"--{k.replace('_', '-')} {c[k]}" for k in ("enc_layers", "enc_hidden", "pred_layers", "pred_hidden", "embed_dim",
@@ -862,8 +908,10 @@ def _command(cfg: RnntConfig, run: dict[str, Any], threads: int, out: Path) -> s
     if run["steps"] is not None:
         cmd += f" --steps {run['steps']}"
     cmd += f" --batch-seconds {run['batch_seconds']:g} --max-utts {run['max_utts']} --lr {run['lr']:g} --warmup {run['warmup']}"
+    cmd += f" --lr-final {run['lr_final']:g} --clip {run['clip']:g}"
+    cmd += f" --batching {run.get('batching', 'language')} --lid-loss {run.get('lid_loss', 'frame-mean')}"
     cmd += f" --ctc-weight {run['ctc_weight']:g} --init {run['init']} --eval-every {run['eval_every']} --threads {threads}"
-    return cmd + (" " + size if size else "")
+    return cmd + (" " + size if size else "") + (" --half-weights" if half_weights else "")
 
 
 # --------------------------------------------------------------------------------------------
@@ -904,6 +952,21 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     g.add_argument("--feat-norm", choices=FEAT_NORMS, default="causal",
                    help="input normalisation (default causal: global statistics, then a running per-utterance mean/variance; "
                    "global: the global statistics only)")  # fmt: skip
+    p.add_argument(
+        "--batching",
+        choices=BATCHINGS,
+        default="language",
+        help="language: every mini-batch from one language, drawn by hours (the paper); mixed: batches over all languages",
+    )
+    p.add_argument(
+        "--lid-loss",
+        choices=LID_LOSSES,
+        default="frame-mean",
+        help="LID cross-entropy as the mean over frames, or summed per utterance (the RNN-T loss's scale)",
+    )
+    p.add_argument("--half-weights", action="store_true",
+                   help="store the weight file as float16 (half the size; the checkpoint stays float32); with --resume of a "
+                   "finished run it rewrites the weight file only")  # fmt: skip
     p.add_argument("--quiet", action="store_true")
     return p
 
@@ -919,7 +982,8 @@ def run_from_args(ns: argparse.Namespace) -> int:
               batch_seconds=ns.batch_seconds, max_utts=ns.max_utts, lr=ns.lr, lr_final=ns.lr_final, warmup=ns.warmup, clip=ns.clip,
               ctc_weight=ns.ctc_weight, init=ns.init,
               threads=ns.threads, eval_every=ns.eval_every, ckpt_minutes=ns.ckpt_minutes, dev_per_lang=ns.dev_per_lang,
-              wer_per_lang=ns.wer_per_lang, train_limit=ns.train_limit, log_every=ns.log_every, quiet=ns.quiet)  # fmt: skip
+              wer_per_lang=ns.wer_per_lang, train_limit=ns.train_limit, log_every=ns.log_every, quiet=ns.quiet,
+              half_weights=ns.half_weights, batching=ns.batching, lid_loss=ns.lid_loss)  # fmt: skip
     except (CorpusError, ValueError) as exc:
         print(f"streamkit train rnnt: error: {exc}", file=sys.stderr)
         return 2

@@ -118,6 +118,27 @@ def test_resume_is_bit_exact(corpus, tmp_path):
         tr.train(corpus, tmp_path / "b.pt", resume=True, **{**kw, "seed": 2})
 
 
+def test_half_weights_on_resume_rewrite_only_the_weight_file(corpus, tmp_path):
+    kw = dict(cfg=TINY, steps=6, eval_every=3, seed=4, **KW)
+    tr.train(corpus, tmp_path / "m.pt", **kw)
+    full, meta = load_model(tmp_path / "m.pt")
+    size = (tmp_path / "m.pt").stat().st_size
+    ck_before = torch.load(tmp_path / "m.ckpt", weights_only=False)
+    card = tr.train(corpus, tmp_path / "m.pt", resume=True, half_weights=True, **kw)  # a finished run: nothing more is trained
+    assert card["training"]["steps"] == 6 and card["weights_dtype"] == "float16" and card["training"]["command"].endswith("--half-weights")
+    raw = torch.load(tmp_path / "m.pt", weights_only=True)
+    assert raw["storage_dtype"] == "float16"
+    assert all(v.dtype == torch.float16 for v in raw["state_dict"].values() if v.is_floating_point())
+    assert (tmp_path / "m.pt").stat().st_size < 0.75 * size
+    half, meta_h = load_model(tmp_path / "m.pt")
+    assert meta_h == meta
+    for (k, a), (k2, b) in zip(full.state_dict().items(), half.state_dict().items()):
+        assert k == k2 and b.dtype == a.dtype  # float32 parameters again
+        assert torch.allclose(a, b, rtol=1e-3, atol=1e-4), k
+    ck = torch.load(tmp_path / "m.ckpt", weights_only=False)
+    assert all(torch.equal(v, ck_before["model"][k]) for k, v in ck["model"].items())  # the checkpoint is untouched float32
+
+
 def test_corpus_errors(corpus, tmp_path, capsys):
     with pytest.raises(tr.CorpusError, match="not found"):
         tr.AsrCorpus(tmp_path / "nope")
@@ -220,3 +241,23 @@ def test_batched_greedy_equals_the_streaming_search_with_beam_1(variant):
             d = MultiDecoder(m, beam=1, max_symbols_per_frame=2, languages=[lg])
             d.advance_frames(enc[b, : int(lens[b])])
             assert list(d.result().tokens) == got[b], (variant, lg, b)
+
+
+def test_mixed_batching_and_per_utterance_lid_loss(corpus, tmp_path):
+    losses = []
+    card = tr.train(corpus, tmp_path / "m.pt", cfg=TINY, steps=30, eval_every=15, seed=5, batching="mixed", lid_loss="utt-sum",
+                    on_step=lambda s, v: losses.append(v), **KW)  # fmt: skip
+    assert np.mean(losses[-6:]) < 0.6 * np.mean(losses[:6]), losses
+    per = card["training"]["steps_per_language"]
+    assert set(per) == {"en", "hi"} and abs(sum(per.values()) - 30) < 0.5 and min(per.values()) > 0  # batches hold both languages
+    assert "--batching mixed --lid-loss utt-sum" in card["training"]["command"] and "summed per utterance" in card["training"]["loss"]
+    ck = torch.load(tmp_path / "m.ckpt", weights_only=False)
+    assert ck["run"]["batching"] == "mixed" and ck["run"]["lid_loss"] == "utt-sum"
+    with pytest.raises(ValueError, match="another run"):  # the options are part of the run
+        tr.train(corpus, tmp_path / "m.pt", cfg=TINY, steps=30, eval_every=15, seed=5, resume=True, **KW)
+
+
+@pytest.mark.parametrize("bad", [{"batching": "random"}, {"lid_loss": "sum"}])
+def test_bad_batching_or_lid_loss(corpus, tmp_path, bad):
+    with pytest.raises(ValueError, match="must be one of"):
+        tr.train(corpus, tmp_path / "m.pt", cfg=TINY, steps=2, **{**KW, **bad})
