@@ -29,7 +29,9 @@ what it can do):
   no-shutoff run, measured once), on ``--sweep-limit`` utterances per language.
 
 Columns: WER (jiwer, per language over its utterances; ``avg`` word-weighted over languages as
-the paper's Avg., ``macro`` the plain mean), LID accuracy (the final's language, i.e. its script,
+the paper's Avg., ``macro`` the plain mean), CER (jiwer, characters with spaces, weighted over
+languages; not in the paper, but it still moves where a small, short-trained model's WER of random
+dictionary words saturates near 100 %), LID accuracy (the final's language, i.e. its script,
 equals the reference's, as the paper's Table 5), ``T_avg`` (paper eq. 2, mean over utterances),
 **decoder CPU** (``time.thread_time`` around the block's ``MultiDecoder.advance``/``reset`` only,
 per second of audio), and the block's **RT factor** (CPU and wall time inside the block's
@@ -193,8 +195,9 @@ def score(utts: list[Utt], finals: list[Any], langs: list[str]) -> dict[str, Any
     import jiwer
 
     wer: dict[str, float] = {}
+    cer: dict[str, float] = {}
     lid: dict[str, float] = {}
-    words_err = words_ref = 0
+    words_err = words_ref = chars_err = chars_ref = 0
     for lg, name in enumerate(langs):
         pairs = [(u, f) for u, f in zip(utts, finals) if u.lang == lg]
         if not pairs:
@@ -206,12 +209,18 @@ def score(utts: list[Utt], finals: list[Any], langs: list[str]) -> dict[str, Any
         wer[name] = round(100 * o.wer, 2)
         words_err += o.substitutions + o.deletions + o.insertions
         words_ref += n
+        c = jiwer.process_characters(refs, hyps)  # CER: characters, spaces included
+        cer[name] = round(100 * c.cer, 2)
+        chars_err += c.substitutions + c.deletions + c.insertions
+        chars_ref += sum(len(r) for r in refs)
         lid[name] = round(100 * float(np.mean([f is not None and f.lang == name for _, f in pairs])), 2)
     t_avg = [f.t_avg for f in finals if f is not None]
     return {
         "wer": wer,
         "wer_avg": round(100 * words_err / max(words_ref, 1), 2),
         "wer_macro": round(float(np.mean(list(wer.values()))), 2) if wer else None,
+        "cer": cer,
+        "cer_avg": round(100 * chars_err / max(chars_ref, 1), 2),
         "lid_acc": lid,
         "lid_acc_avg": round(float(np.mean(list(lid.values()))), 2) if lid else None,
         "t_avg": round(float(np.mean(t_avg)), 3) if t_avg else None,
@@ -248,7 +257,7 @@ def measure(name: str, mode: str, path: str, utts: list[Utt], audio: dict[str, n
 
 
 def fmt_rows(rows: list[dict[str, Any]], langs: list[str]) -> str:
-    head = ["model", "mode", "tau", "s_th", *langs, "avg", "LID%", "T_avg", "dec cpu/s", "RT cpu", "RT wall"]
+    head = ["model", "mode", "tau", "s_th", *langs, "avg", "CER avg", "LID%", "T_avg", "dec cpu/s", "RT cpu", "RT wall"]
     lines = []
     for r in rows:
         tau = r.get("tau_frames", "")
@@ -256,6 +265,7 @@ def fmt_rows(rows: list[dict[str, Any]], langs: list[str]) -> str:
         lines.append([str(r["model"]), str(r["mode"]), "inf" if tau is None else str(tau), "inf" if sth is None else str(sth),
                       *[f"{r['wer'].get(lg, float('nan')):.2f}" if isinstance(r.get("wer"), dict) else "" for lg in langs],
                       f"{r['wer_avg']:.2f}" if r.get("wer_avg") is not None else "",
+                      f"{r['cer_avg']:.2f}" if r.get("cer_avg") is not None else "",
                       f"{r['lid_acc_avg']:.1f}" if r.get("lid_acc_avg") is not None else "",
                       f"{r['t_avg']:.2f}" if r.get("t_avg") is not None else "",
                       f"{r['decoder_cpu_per_audio_s']:.3f}" if "decoder_cpu_per_audio_s" in r else "",

@@ -79,6 +79,7 @@ def test_tiny_run_lowers_the_loss(corpus, tmp_path):
     hist = card["dev"]["history"]
     assert [h["step"] for h in hist] == [20, 40] and hist[-1]["rnnt_loss"] < hist[0]["rnnt_loss"]
     assert set(hist[-1]["wer_per_lang"]) == {"en", "hi"} and 0 <= hist[-1]["lid_acc"] <= 1
+    assert set(hist[-1]["cer_per_lang"]) == {"en", "hi"} and 0 <= hist[-1]["cer_char_weighted"] <= hist[-1]["wer_word_weighted"] + 1
     assert card["variant"] == "lid" and card["training"]["steps"] == 40 and card["corpus"]["command"] == "fake tones (tests)"
     assert card["status"] == "finished" and card["n_params"] > 0 and "machine" in card
     on_disk = json.loads((tmp_path / "m.json").read_text())
@@ -261,3 +262,9 @@ def test_mixed_batching_and_per_utterance_lid_loss(corpus, tmp_path):
 def test_bad_batching_or_lid_loss(corpus, tmp_path, bad):
     with pytest.raises(ValueError, match="must be one of"):
         tr.train(corpus, tmp_path / "m.pt", cfg=TINY, steps=2, **{**KW, **bad})
+
+
+def test_edit_distances():
+    assert tr.word_errors("a bc d", "a bd d e") == (2, 3)  # one substitution, one insertion
+    assert tr.char_errors("ab cd", "abd") == (2, 5)  # "ab cd" -> "abd": delete " " and "c"
+    assert tr.char_errors("", "") == (0, 0) and tr.word_errors("x y", "") == (2, 2)
