@@ -76,9 +76,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from streamkit.core.errors import ModelError
 from streamkit.data import asr_corpus
 from streamkit.models.features import N_MELS, RATE, STACK, STRIDE, log_mel, n_stacked
-from streamkit.models.rnnt import FEAT_NORMS, VARIANTS, RnntConfig, RnntModel, n_params, save_model
+from streamkit.models.rnnt import FEAT_NORMS, VARIANTS, RnntConfig, RnntModel, load_model, n_params, save_model
 from streamkit.train.progress import TrainProgress
 
 __all__ = [
@@ -557,6 +558,7 @@ def train(
     half_weights: bool = False,
     batching: str = "language",
     lid_loss: str = "frame-mean",
+    init_from: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Train (or continue) an RNN-T on a ``streamkit corpus asr`` corpus; returns the model card.
 
@@ -568,6 +570,9 @@ def train(
     languages still appear in proportion to their hours). ``lid_loss``: the LID cross-entropy as
     ``frame-mean`` (mean over all frames of the batch) or ``utt-sum`` (summed over each
     utterance's frames, mean over utterances: the same scale as the per-utterance RNN-T loss).
+    ``init_from``: start from the weights of an earlier run (a weight file of the same architecture,
+    e.g. to go on with a new budget and LR schedule); the input statistics come from that file, the
+    optimiser and the training-only CTC heads start afresh. Its file name is part of the run.
     ``half_weights``: the weight file ``out`` stores float16 weights (half the size; they load into
     float32 parameters); the checkpoint keeps float32. Not part of the run: ``--resume`` of a
     finished run with it rewrites the weight file only.
@@ -653,6 +658,7 @@ def train(
         "train_utterances": len(train_u),
         "batching": batching,
         "lid_loss": lid_loss,
+        "init_from": None if init_from is None else Path(init_from).name,
     }
     torch.manual_seed(seed)
     if init not in ("xavier", "torch"):
@@ -664,6 +670,12 @@ def train(
                 init_lstm(mod)
     mean, std = feature_stats(train_lm)
     model.set_feature_stats(mean, std)
+    if init_from is not None:
+        try:
+            src, _meta = load_model(init_from, expect=cfg)
+        except ModelError as exc:
+            raise ValueError(f"--init-from: {exc}") from None
+        model.load_state_dict(src.state_dict())  # weights and input statistics of the earlier run
     ctc = CtcHeads(cfg) if ctc_weight > 0 else None
     params = list(model.parameters()) + (list(ctc.parameters()) if ctc is not None else [])
     opt = torch.optim.Adam(params, lr=lr, betas=(0.9, 0.98), eps=1e-9)
@@ -677,6 +689,7 @@ def train(
             raise ValueError(f"{ckpt_p}: not an RNN-T training checkpoint")
         ck["run"].setdefault("batching", "language")  # checkpoints from before these options
         ck["run"].setdefault("lid_loss", "frame-mean")
+        ck["run"].setdefault("init_from", None)
         if ck["config"] != cfg.to_dict() or ck["run"] != run:
             diff = {k: (v, ck["run"].get(k)) for k, v in run.items() if ck["run"].get(k) != v}
             if ck["config"] != cfg.to_dict():
@@ -937,6 +950,8 @@ def _command(cfg: RnntConfig, run: dict[str, Any], threads: int, out: Path, half
     cmd += f" --batch-seconds {run['batch_seconds']:g} --max-utts {run['max_utts']} --lr {run['lr']:g} --warmup {run['warmup']}"
     cmd += f" --lr-final {run['lr_final']:g} --clip {run['clip']:g}"
     cmd += f" --batching {run.get('batching', 'language')} --lid-loss {run.get('lid_loss', 'frame-mean')}"
+    if run.get("init_from"):
+        cmd += f" --init-from {run['init_from']}"
     cmd += f" --ctc-weight {run['ctc_weight']:g} --init {run['init']} --eval-every {run['eval_every']} --threads {threads}"
     return cmd + (" " + size if size else "") + (" --half-weights" if half_weights else "")
 
@@ -991,6 +1006,8 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         default="frame-mean",
         help="LID cross-entropy as the mean over frames, or summed per utterance (the RNN-T loss's scale)",
     )
+    p.add_argument("--init-from", default=None, metavar="PATH",
+                   help="start from this weight file (same architecture): go on with a new --steps budget and LR schedule")  # fmt: skip
     p.add_argument("--half-weights", action="store_true",
                    help="store the weight file as float16 (half the size; the checkpoint stays float32); with --resume of a "
                    "finished run it rewrites the weight file only")  # fmt: skip
@@ -1010,7 +1027,8 @@ def run_from_args(ns: argparse.Namespace) -> int:
               ctc_weight=ns.ctc_weight, init=ns.init,
               threads=ns.threads, eval_every=ns.eval_every, ckpt_minutes=ns.ckpt_minutes, dev_per_lang=ns.dev_per_lang,
               wer_per_lang=ns.wer_per_lang, train_limit=ns.train_limit, log_every=ns.log_every, quiet=ns.quiet,
-              half_weights=ns.half_weights, batching=ns.batching, lid_loss=ns.lid_loss)  # fmt: skip
+              half_weights=ns.half_weights, batching=ns.batching, lid_loss=ns.lid_loss,
+              init_from=ns.init_from)  # fmt: skip
     except (CorpusError, ValueError) as exc:
         print(f"streamkit train rnnt: error: {exc}", file=sys.stderr)
         return 2

@@ -268,3 +268,20 @@ def test_edit_distances():
     assert tr.word_errors("a bc d", "a bd d e") == (2, 3)  # one substitution, one insertion
     assert tr.char_errors("ab cd", "abd") == (2, 5)  # "ab cd" -> "abd": delete " " and "c"
     assert tr.char_errors("", "") == (0, 0) and tr.word_errors("x y", "") == (2, 2)
+
+
+def test_init_from_an_earlier_run(corpus, tmp_path):
+    tr.train(corpus, tmp_path / "a.pt", cfg=TINY, steps=30, eval_every=30, seed=6, **KW)
+    first = {}
+    for name, init in (("scratch", None), ("warm", tmp_path / "a.pt")):
+        losses: list[float] = []
+        card = tr.train(corpus, tmp_path / f"{name}.pt", cfg=TINY, steps=2, eval_every=2, seed=7, init_from=init,
+                        on_step=lambda s, v, out=losses: out.append(v), **KW)  # fmt: skip
+        first[name] = losses[0]
+    assert first["warm"] < 0.7 * first["scratch"], first  # the earlier run's weights, not a fresh model
+    assert "--init-from a.pt" in card["training"]["command"]
+    other = tr.RnntConfig(**{**TINY.to_dict(), "enc_hidden": 16})
+    with pytest.raises(ValueError, match="--init-from"):
+        tr.train(corpus, tmp_path / "b.pt", cfg=other, steps=2, init_from=tmp_path / "a.pt", **KW)
+    with pytest.raises(ValueError, match="not found"):
+        tr.train(corpus, tmp_path / "b.pt", cfg=TINY, steps=2, init_from=tmp_path / "missing.pt", **KW)
