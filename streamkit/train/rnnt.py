@@ -820,7 +820,8 @@ def train(
             opt.step()
             lv = float(loss.detach())
             if not math.isfinite(lv):
-                raise FloatingPointError(f"non-finite training loss at step {k} (language {corpus.langs[lg]})")
+                names = sorted({corpus.langs[i] for i in rows_lang.tolist()})
+                raise FloatingPointError(f"non-finite training loss at step {k} (language {', '.join(names)})")
             st["step"] += 1
             st["audio_s"] += sum(train_u[i].n_samples for i in sel) / RATE
             st["train_loss_sum"] += lv
