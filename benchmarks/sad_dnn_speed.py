@@ -32,11 +32,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
+from _bench import read_fixed, run_block_stats  # noqa: E402  (benchmarks/_bench.py: the script directory is on sys.path)
 
 from streamkit.cli import machine_info  # noqa: E402
-from streamkit.core.block import ErrorPolicy  # noqa: E402
 from streamkit.core.graph import Graph  # noqa: E402
-from streamkit.core.runtime import Runner  # noqa: E402
 from streamkit.io.collect import CollectSink, VectorSource  # noqa: E402
 from streamkit.models.sad_dnn import BACKENDS, DEFAULT_WEIGHTS, SadDnnStream, dnn_raw_scores, load_weights, n_params  # noqa: E402
 from streamkit.models.sad_dnn_block import SadDnnBlock  # noqa: E402
@@ -48,14 +47,7 @@ TARGET = 0.003
 
 def _audio(seconds: float, path: str | None) -> np.ndarray:
     if path:
-        import soundfile as sf
-
-        x, sr = sf.read(path, dtype="float32", always_2d=True)
-        if sr != RATE:
-            raise SystemExit(f"{path}: {sr} Hz, need {RATE}")
-        x = x.mean(axis=1)
-        n = int(seconds * RATE)
-        return np.resize(x, n).astype(np.float32) if len(x) < n else x[:n].copy()
+        return read_fixed(path, RATE, int(seconds * RATE))
     rng = np.random.default_rng(0)
     n = int(seconds * RATE)
     x = rng.standard_normal(n) * 0.02
@@ -73,13 +65,7 @@ def block_rtf(x: np.ndarray, weights: str, backend: str) -> dict[str, Any]:
     sink = g.add(CollectSink(), name="sink")
     g.connect(src, b)
     g.connect(b, sink)
-    gc.collect()
-    gc.disable()
-    try:
-        st = Runner(g, chunk=CHUNK, keep_events=False, threaded_events=False, stats_interval_s=0, error_policy=ErrorPolicy.RAISE).run()
-    finally:
-        gc.enable()
-    bs = st["blocks"]["sad"]
+    bs = run_block_stats(g, CHUNK, "sad")
     return {"rtf": bs["rtf"], "calls": bs["calls"], "max_call_ms": bs["max_call_ms"], "start_ms": bs["start_ms"], "items_out": bs["items_out"]}
 
 

@@ -39,11 +39,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
+from _bench import read_fixed, run_block_stats  # noqa: E402  (benchmarks/_bench.py: the script directory is on sys.path)
 
 from streamkit.cli import machine_info  # noqa: E402
-from streamkit.core.block import ErrorPolicy  # noqa: E402
 from streamkit.core.graph import Graph  # noqa: E402
-from streamkit.core.runtime import Runner  # noqa: E402
 from streamkit.io.collect import VectorSource  # noqa: E402
 from streamkit.models.sed_crnn import SedConfig, SedModel, load_model, log_mel, n_params, save_model  # noqa: E402
 from streamkit.models.sed_stream import SedBlock, SedEngine  # noqa: E402
@@ -58,13 +57,7 @@ HOP_S = 1.0
 def _audio(seconds: float, path: str | None) -> np.ndarray:
     n = int(seconds * RATE)
     if path:
-        import soundfile as sf
-
-        x, sr = sf.read(path, dtype="float32", always_2d=True)
-        if sr != RATE:
-            raise SystemExit(f"{path}: {sr} Hz, need {RATE}")
-        x = x.mean(axis=1)
-        return np.resize(x, n).astype(np.float32) if len(x) < n else x[:n].copy()
+        return read_fixed(path, RATE, n)
     rng = np.random.default_rng(0)
     t = np.arange(n) / RATE
     x = rng.standard_normal(n) * 0.01
@@ -80,13 +73,7 @@ def block_rtf(x: np.ndarray, weights: str, cache: bool) -> dict[str, Any]:
     src = g.add(VectorSource(samples=x, rate=RATE, sizes=CHUNK), name="src")
     b = g.add(SedBlock(weights=weights, window_s=WINDOW_S, hop_s=HOP_S, cache=cache, threads=1), name="sed")
     g.connect(src, b)
-    gc.collect()
-    gc.disable()
-    try:
-        st = Runner(g, chunk=CHUNK, keep_events=False, threaded_events=False, stats_interval_s=0, error_policy=ErrorPolicy.RAISE).run()
-    finally:
-        gc.enable()
-    bs = st["blocks"]["sed"]
+    bs = run_block_stats(g, CHUNK, "sed")
     return {"rtf": bs["rtf"], "calls": bs["calls"], "max_call_ms": bs["max_call_ms"], "start_ms": bs["start_ms"], "events": bs["events"]}
 
 

@@ -1,0 +1,34 @@
+"""Helpers shared by the block-speed benchmarks (``sad_dnn_speed.py``, ``sed_stream.py``)."""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+import numpy as np
+
+from streamkit.core.block import ErrorPolicy
+from streamkit.core.graph import Graph
+from streamkit.core.runtime import Runner
+
+
+def read_fixed(path: str, rate: int, n: int) -> np.ndarray:
+    """A file at ``rate`` Hz, mixed to mono, cut or repeated to ``n`` samples (float32); a wrong rate exits."""
+    import soundfile as sf
+
+    x, sr = sf.read(path, dtype="float32", always_2d=True)
+    if sr != rate:
+        raise SystemExit(f"{path}: {sr} Hz, need {rate}")
+    x = x.mean(axis=1)
+    return np.resize(x, n).astype(np.float32) if len(x) < n else x[:n].copy()
+
+
+def run_block_stats(g: Graph, chunk: int, name: str) -> dict[str, Any]:
+    """Run ``g`` once in FreeRun with the garbage collector off; the runtime statistics of block ``name``."""
+    gc.collect()
+    gc.disable()
+    try:
+        st = Runner(g, chunk=chunk, keep_events=False, threaded_events=False, stats_interval_s=0, error_policy=ErrorPolicy.RAISE).run()
+    finally:
+        gc.enable()
+    return st["blocks"][name]
