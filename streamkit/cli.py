@@ -202,6 +202,9 @@ TRAINERS = {
     "rnnt": ("streamkit.train.rnnt", "add_arguments", "run_from_args",
              "Train a multilingual streaming RNN-T (vanilla, onehot, multisoftmax, lsp, lid) on a `streamkit corpus asr` corpus "
              "(resumable checkpoints, model card JSON)."),
+    "rnnt-lid": ("streamkit.train.rnnt_lid", "add_arguments", "run_from_args",
+                 "Second stage of the lid RNN-T: refit its LID head on the frozen encoder with language-balanced data (the rest of "
+                 "the model stays bit-for-bit); writes weights and a model card JSON."),
     "sed": ("streamkit.train.sed", "add_arguments", "run_from_args",
             "Train the SED CRNN on a `streamkit corpus sed` corpus with one of the paper's methods (baseline, adversarial, "
             "tri-training); resumable, writes weights and a model card JSON."),
@@ -410,10 +413,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("args", nargs=argparse.REMAINDER, help="see `streamkit eval sad --help`")
     ev.set_defaults(func=cmd_eval)
 
-    tr = sub.add_parser("train", help="train a model: sad-dnn (CNN-GRU SAD), rnnt (multilingual RNN-T), sed (SED CRNN)",
+    tr = sub.add_parser("train", help="train a model: sad-dnn (CNN-GRU SAD), rnnt (multilingual RNN-T), rnnt-lid (its LID head), sed (SED CRNN)",
                         description="Train a model. `streamkit train WHAT --help` lists the options.")  # fmt: skip
     tr.add_argument("what", choices=list(TRAINERS), help="sad-dnn: the CNN-GRU SAD (models.sad_dnn); rnnt: the multilingual streaming "
-                    "RNN-T (models.rnnt_asr); sed: the sound event detection CRNN (models.sed)")  # fmt: skip
+                    "RNN-T (models.rnnt_asr); rnnt-lid: refit a lid RNN-T's LID head on its frozen encoder; sed: the sound event detection CRNN (models.sed)")  # fmt: skip
     tr.add_argument("args", nargs=argparse.REMAINDER, help="see `streamkit train WHAT --help`")
     tr.set_defaults(func=cmd_train)
 
