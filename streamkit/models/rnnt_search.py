@@ -419,6 +419,7 @@ class MultiDecoder:
         self.lid = LidShutoff(1 if cfg.variant == "vanilla" else cfg.n_lang, tau=tau, s_th=s_th, started=started)
         self.beam = int(beam)
         self.max_symbols = int(max_symbols_per_frame)
+        self.lid_state: torch.Tensor | None = None  # the recurrent LID head's state (lid_hidden > 0)
 
     def reset(self) -> None:
         """New utterance: fresh hypotheses and LID sums (one batched predictor call)."""
@@ -428,6 +429,7 @@ class MultiDecoder:
             s.hyps = [Hyp((), (), 0.0, out[j], h[:, j], c[:, j], 0.0)]
             s.t = 0
         self.lid.reset()
+        self.lid_state = None
 
     @property
     def t(self) -> int:
@@ -449,7 +451,8 @@ class MultiDecoder:
         elif self.use_lid:
             with torch.no_grad():
                 shared = enc_t.reshape(-1) if not per_lang else enc_t[0]
-                active = self.lid.update(self.model.lid_logits(shared).log_softmax(-1))
+                logits, self.lid_state = self.model.lid_step(shared[None, None], self.lid_state)
+                active = self.lid.update(logits[0, 0].log_softmax(-1))
         else:
             active = self.lid.count_frame()
         run = [s for s in self.searches if active[self._slot(s)]]

@@ -690,6 +690,8 @@ def train(
         ck["run"].setdefault("batching", "language")  # checkpoints from before these options
         ck["run"].setdefault("lid_loss", "frame-mean")
         ck["run"].setdefault("init_from", None)
+        if isinstance(ck.get("config"), dict):
+            ck["config"].setdefault("lid_hidden", 0)  # before the recurrent LID head existed
         if ck["config"] != cfg.to_dict() or ck["run"] != run:
             diff = {k: (v, ck["run"].get(k)) for k, v in run.items() if ck["run"].get(k) != v}
             if ck["config"] != cfg.to_dict():
@@ -944,7 +946,7 @@ def _command(cfg: RnntConfig, run: dict[str, Any], threads: int, out: Path, half
     d = RnntConfig().to_dict()
     c = cfg.to_dict()
     size = " ".join(f"--{k.replace('_', '-')} {c[k]}" for k in ("enc_layers", "enc_hidden", "pred_layers", "pred_hidden", "embed_dim",
-                                                                 "joint_dim", "dropout", "lid_weight", "feat_norm") if c[k] != d[k])  # fmt: skip
+                                                                 "joint_dim", "dropout", "lid_weight", "lid_hidden", "feat_norm") if c[k] != d[k])  # fmt: skip
     cmd = f"streamkit train rnnt --corpus CORPUS --variant {cfg.variant} --out {out.name} --seed {run['seed']}"
     if run["steps"] is not None:
         cmd += f" --steps {run['steps']}"
@@ -992,6 +994,8 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         g.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(d, name))
     g.add_argument("--dropout", type=float, default=d.dropout)
     g.add_argument("--lid-weight", type=float, default=d.lid_weight, help="weight of the LID cross-entropy (lid variant)")
+    g.add_argument("--lid-hidden", type=int, default=d.lid_hidden,
+                   help="lid variant: a GRU of this size before the LID layer (default 0: the paper's linear layer)")  # fmt: skip
     g.add_argument("--feat-norm", choices=FEAT_NORMS, default="causal",
                    help="input normalisation (default causal: global statistics, then a running per-utterance mean/variance; "
                    "global: the global statistics only)")  # fmt: skip
@@ -1020,7 +1024,7 @@ def run_from_args(ns: argparse.Namespace) -> int:
     try:
         cfg = RnntConfig(variant=ns.variant, enc_layers=ns.enc_layers, enc_hidden=ns.enc_hidden, pred_layers=ns.pred_layers,
                          pred_hidden=ns.pred_hidden, embed_dim=ns.embed_dim, joint_dim=ns.joint_dim, dropout=ns.dropout,
-                         lid_weight=ns.lid_weight, feat_norm=ns.feat_norm)  # fmt: skip
+                         lid_weight=ns.lid_weight, lid_hidden=ns.lid_hidden, feat_norm=ns.feat_norm)  # fmt: skip
         if ns.threads < 1:
             raise ValueError(f"--threads must be >= 1, got {ns.threads}")
         train(ns.corpus, ns.out, cfg=cfg, steps=ns.steps, minutes=ns.minutes, seed=ns.seed, resume=ns.resume, ckpt=ns.ckpt,

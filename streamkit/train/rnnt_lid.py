@@ -13,8 +13,10 @@ mixed batches and a per-utterance LID loss (``--batching mixed --lid-loss utt-su
 to 57 % but slowed the RNN-T (dev loss 144.8 against 105.8 at step 2500).
 
 This stage keeps the encoder, prediction networks and joints bit-for-bit (so the recognition
-results with the language known do not change) and retrains only the LID layer, the same linear
-layer + softmax of the weight file, so the model size and the streaming cost do not change.
+results with the language known do not change) and retrains only the LID head: the model's own
+(linear layer + softmax by default, so the model size and the streaming cost do not change), or
+with ``--lid-hidden N`` a recurrent head (a GRU of N units before the linear layer,
+``RnntConfig.lid_hidden``; it then starts fresh).
 
 * **Data**: ``--utts-per-lang`` training utterances of every language (all of a language that has
   fewer), drawn with ``--seed``, so the languages weigh the same however many hours each has. The
@@ -22,7 +24,7 @@ layer + softmax of the weight file, so the model size and the streaming cost do 
   the outputs are the streaming ones).
 * **Loss**: frame-level cross-entropy (paper §4.2), every language's frames weighted to the same
   total, plus ``--weight-decay`` (L2, Adam). Adam, ``--lr``, shuffled mini-batches of
-  ``--batch-frames`` frames, ``--epochs`` passes.
+  ``--batch-utts`` whole utterances (a recurrent head needs the sequences), ``--epochs`` passes.
 * **Selection**: after every pass the dev subset (``--dev-per-lang`` utterances per language,
   spread evenly over the dev list, as in ``streamkit train rnnt``; speakers unseen in training) is
   scored: utterance LID accuracy (arg-max of the mean frame posterior, the trainer's rule and the
@@ -44,9 +46,10 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.nn.utils.rnn import pad_sequence
 
 from streamkit.models.checkpoint import ModelError
-from streamkit.models.rnnt import load_model, save_model
+from streamkit.models.rnnt import RnntConfig, RnntModel, load_model, save_model
 from streamkit.train.rnnt import AsrCorpus, CorpusError, _spread, compute_logmel, stacked
 
 __all__ = ["refit_lid", "add_arguments", "run_from_args"]
@@ -60,12 +63,12 @@ def _encode(model: torch.nn.Module, logmels: list[torch.Tensor]) -> list[torch.T
     return out
 
 
-def _dev_scores(head: torch.nn.Linear, enc: list[torch.Tensor], langs: list[int], n_lang: int) -> dict[str, Any]:
+def _dev_scores(model: torch.nn.Module, enc: list[torch.Tensor], langs: list[int], n_lang: int) -> dict[str, Any]:
     conf = np.zeros((n_lang, n_lang), np.int64)
     ce_sum, n_frames = 0.0, 0
     with torch.inference_mode():
         for h, lg in zip(enc, langs):
-            logp = head(h).log_softmax(-1)
+            logp = model.lid_logits(h[None])[0].log_softmax(-1)
             ce_sum += float(-logp[:, lg].sum())
             n_frames += h.shape[0]
             conf[lg, int(logp.exp().mean(0).argmax())] += 1
@@ -82,7 +85,8 @@ def refit_lid(
     epochs: int = 30,
     lr: float = 3e-3,
     weight_decay: float = 1e-4,
-    batch_frames: int = 4096,
+    batch_utts: int = 32,
+    lid_hidden: int | None = None,
     dev_per_lang: int = 60,
     reset: bool = False,
     seed: int = 0,
@@ -98,10 +102,12 @@ def refit_lid(
     """
     from streamkit.cli import machine_info
 
-    for name, v in (("--utts-per-lang", utts_per_lang), ("--epochs", epochs), ("--batch-frames", batch_frames), ("--dev-per-lang", dev_per_lang),
+    for name, v in (("--utts-per-lang", utts_per_lang), ("--epochs", epochs), ("--batch-utts", batch_utts), ("--dev-per-lang", dev_per_lang),
                     ("--threads", threads)):  # fmt: skip
         if v < 1:
             raise ValueError(f"{name} must be >= 1, got {v}")
+    if lid_hidden is not None and lid_hidden < 0:
+        raise ValueError(f"--lid-hidden must be >= 0, got {lid_hidden}")
     if not lr > 0 or weight_decay < 0:
         raise ValueError(f"--lr must be > 0 and --weight-decay >= 0, got {lr:g} and {weight_decay:g}")
     out = Path(out)
@@ -137,49 +143,65 @@ def refit_lid(
     enc_tr = _encode(model, compute_logmel(train_u, note))
     enc_dv = _encode(model, compute_logmel(dev_u, note))
     dev_langs = [u.lang for u in dev_u]
-    X = torch.cat(enc_tr)
-    y = torch.cat([torch.full((h.shape[0],), u.lang, dtype=torch.long) for h, u in zip(enc_tr, train_u)])
-    counts = torch.bincount(y, minlength=L).to(torch.float32)
-    w = (1.0 / (L * counts))[y] * X.shape[0]  # every language's frames weigh the same in total; mean weight 1
-    src = model.lid_head
-    head = torch.nn.Linear(src.in_features, L)
-    if not reset:
-        head.load_state_dict(src.state_dict())
-    else:
-        torch.manual_seed(seed)
-        head.reset_parameters()
-    before = _dev_scores(src, enc_dv, dev_langs, L)
-    note(f"  frames: {X.shape[0]} train ({', '.join(f'{lg} {int(c)}' for lg, c in zip(cfg.languages, counts.tolist()))}); "
-         f"dev LID before: {100 * before['acc']:.1f} % (frame CE {before['ce']:.3f}); encoding took {time.monotonic() - t0:.0f} s")  # fmt: skip
-    opt = torch.optim.Adam(head.parameters(), lr=lr, weight_decay=weight_decay)
-    gen = torch.Generator().manual_seed(seed)
+    y_tr = [u.lang for u in train_u]
+    counts = torch.zeros(L)
+    for h, lg in zip(enc_tr, y_tr):
+        counts[lg] += h.shape[0]
+    lang_w = counts.sum() / (L * counts)  # every language's frames weigh the same in total; mean frame weight 1
+    new_cfg = cfg if lid_hidden is None or lid_hidden == cfg.lid_hidden else RnntConfig.from_dict({**cfg.to_dict(), "lid_hidden": lid_hidden})
+    fresh = reset or new_cfg is not cfg
+    torch.manual_seed(seed)
+    new = RnntModel(new_cfg)
+    keep = {k: v for k, v in model.state_dict().items() if fresh is False or not k.startswith(("lid_head.", "lid_rnn."))}
+    missing, unexpected = new.load_state_dict(keep, strict=False)
+    assert not unexpected and all(k.startswith(("lid_head.", "lid_rnn.")) for k in missing), (missing, unexpected)
+    new.eval()
+    head_params = [p for n, p in new.named_parameters() if n.startswith(("lid_head.", "lid_rnn."))]
+    for n, p in new.named_parameters():
+        p.requires_grad_(n.startswith(("lid_head.", "lid_rnn.")))
+    before = _dev_scores(model, enc_dv, dev_langs, L)
+    note(f"  frames: {int(counts.sum())} train ({', '.join(f'{lg} {int(c)}' for lg, c in zip(cfg.languages, counts.tolist()))}); "
+         f"dev LID before: {100 * before['acc']:.1f} % (frame CE {before['ce']:.3f}); encoding took {time.monotonic() - t0:.0f} s; "
+         f"head: {'GRU ' + str(new_cfg.lid_hidden) + ' + linear' if new_cfg.lid_hidden else 'linear'} ({'fresh' if fresh else 'from the model'})")  # fmt: skip
+    opt = torch.optim.Adam(head_params, lr=lr, weight_decay=weight_decay)
+    rng_b = np.random.default_rng(np.random.SeedSequence([seed, 8]))
     history: list[dict[str, Any]] = []
-    best: tuple[float, float] = (before["acc"], -before["ce"]) if not reset else (-1.0, -np.inf)
-    best_state = {k: v.clone() for k, v in head.state_dict().items()}
-    best_epoch, best_scores = (0 if not reset else None), (before if not reset else None)
+    best: tuple[float, float] = (-1.0, -np.inf) if fresh else (before["acc"], -before["ce"])
+    best_state = {k: v.clone() for k, v in new.state_dict().items() if k.startswith(("lid_head.", "lid_rnn."))}
+    best_epoch, best_scores = (None, None) if fresh else (0, before)
     for ep in range(1, epochs + 1):
-        perm = torch.randperm(X.shape[0], generator=gen)
+        perm = rng_b.permutation(len(enc_tr))
         tot, n = 0.0, 0
-        for i in range(0, X.shape[0], batch_frames):
-            b = perm[i : i + batch_frames]
-            loss = (torch.nn.functional.cross_entropy(head(X[b]), y[b], reduction="none") * w[b]).mean()
+        for i in range(0, len(perm), batch_utts):
+            b = perm[i : i + batch_utts].tolist()
+            x = pad_sequence([enc_tr[j] for j in b], batch_first=True)
+            lens = torch.tensor([enc_tr[j].shape[0] for j in b])
+            yb = torch.tensor([y_tr[j] for j in b])
+            mask = torch.arange(x.shape[1])[None, :] < lens[:, None]
+            logits = new.lid_logits(x)
+            ce = torch.nn.functional.cross_entropy(logits[mask], yb[:, None].expand(-1, x.shape[1])[mask], reduction="none")
+            loss = (ce * lang_w[yb[:, None].expand(-1, x.shape[1])[mask]]).mean()
             opt.zero_grad()
             loss.backward()
             opt.step()
-            tot += float(loss.detach()) * b.numel()
-            n += b.numel()
-        sc = _dev_scores(head, enc_dv, dev_langs, L)
+            k = int(mask.sum())
+            tot += float(loss.detach()) * k
+            n += k
+        sc = _dev_scores(new, enc_dv, dev_langs, L)
         history.append({"epoch": ep, "train_ce": round(tot / n, 4), "dev_ce": round(sc["ce"], 4), "dev_lid_acc": round(sc["acc"], 4),
                         "dev_lid_acc_per_lang": {lg: round(float(a), 4) for lg, a in zip(cfg.languages, sc["acc_per_lang"])}})  # fmt: skip
         key = (sc["acc"], -sc["ce"])
         mark = ""
         if key > best:
             best, best_epoch, best_scores, mark = key, ep, sc, " *best*"
-            best_state = {k: v.clone() for k, v in head.state_dict().items()}
+            best_state = {k: v.clone() for k, v in new.state_dict().items() if k.startswith(("lid_head.", "lid_rnn."))}
         note(f"  pass {ep}: train CE {tot / n:.4f}, dev CE {sc['ce']:.4f}, dev LID {100 * sc['acc']:.1f} % "
              f"({', '.join(f'{lg} {100 * a:.0f}' for lg, a in zip(cfg.languages, sc['acc_per_lang']))}){mark}")  # fmt: skip
     assert best_scores is not None
-    src.load_state_dict(best_state)
+    if best_epoch == 0:  # nothing beat the model's own head: keep it (the file is then the source model)
+        new, new_cfg = model, cfg
+    else:
+        new.load_state_dict(best_state, strict=False)
     wall = time.monotonic() - t0
     names = list(cfg.languages)
     refit = {
@@ -189,10 +211,10 @@ def refit_lid(
         "dev_lid_acc": round(best_scores["acc"], 4),
     }
     new_meta = {**meta, "card": out.with_suffix(".json").name, "lid_refit": refit}
-    save_model(out, model, meta=new_meta, half=half_weights)
+    save_model(out, new, meta=new_meta, half=half_weights)
     cmd = (f"streamkit train rnnt-lid --model {Path(model_path).name} --corpus CORPUS --out {out.name} --utts-per-lang {utts_per_lang} "
-           f"--epochs {epochs} --lr {lr:g} --weight-decay {weight_decay:g} --batch-frames {batch_frames} --dev-per-lang {dev_per_lang} "
-           f"--seed {seed} --threads {threads}" + (" --reset" if reset else "") + (" --half-weights" if half_weights else ""))  # fmt: skip
+           f"--epochs {epochs} --lr {lr:g} --weight-decay {weight_decay:g} --batch-utts {batch_utts} --dev-per-lang {dev_per_lang} "
+           f"--seed {seed} --threads {threads}" + (f" --lid-hidden {lid_hidden}" if lid_hidden is not None else "") + (" --reset" if reset else "") + (" --half-weights" if half_weights else ""))  # fmt: skip
     card = {
         "model": f"streamkit.models.rnnt ({cfg.variant}): LID head refitted on the frozen encoder of {Path(model_path).name}",
         "weights": out.name,
@@ -200,8 +222,8 @@ def refit_lid(
         "source_weights": Path(model_path).name,
         "source_card": meta.get("card"),
         "source_step": meta.get("step"),
-        "config": cfg.to_dict(),
-        "unchanged": "encoder, prediction networks, joints and input statistics (bit-for-bit); only lid_head is retrained",
+        "config": new_cfg.to_dict(),
+        "unchanged": "encoder, prediction networks, joints and input statistics (bit-for-bit); only the LID head is retrained",
         "corpus": {
             "command": corpus.command,
             "languages": names,
@@ -211,7 +233,8 @@ def refit_lid(
         "training": {
             "command": cmd,
             "loss": "frame-level LID cross-entropy, every language's frames weighted to the same total; Adam, L2 weight decay",
-            "init": "fresh linear layer" if reset else "the source model's LID head",
+            "head": f"GRU {new_cfg.lid_hidden} + linear" if new_cfg.lid_hidden else "linear",
+            "init": "fresh" if fresh else "the source model's LID head",
             "wall_time_s": round(wall, 1),
             "threads": threads,
         },
@@ -250,7 +273,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--epochs", type=int, default=30, help="passes over their frames (default 30)")
     p.add_argument("--lr", type=float, default=3e-3, help="Adam learning rate (default 3e-3)")
     p.add_argument("--weight-decay", type=float, default=1e-4, help="L2 weight decay (default 1e-4)")
-    p.add_argument("--batch-frames", type=int, default=4096, help="frames per mini-batch (default 4096)")
+    p.add_argument("--batch-utts", type=int, default=32, help="utterances per mini-batch (default 32)")
+    p.add_argument("--lid-hidden", type=int, default=None, metavar="N",
+                   help="a recurrent head: GRU of N units before the linear layer (0: linear; default: the model's own head)")  # fmt: skip
     p.add_argument("--dev-per-lang", type=int, default=60, help="dev utterances per language for the selection (default 60)")
     p.add_argument("--reset", action="store_true", help="start from a fresh layer instead of the model's LID head")
     p.add_argument("--seed", type=int, default=0)
@@ -263,7 +288,7 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 def run_from_args(ns: argparse.Namespace) -> int:
     try:
         refit_lid(ns.model, ns.corpus, ns.out, utts_per_lang=ns.utts_per_lang, epochs=ns.epochs, lr=ns.lr, weight_decay=ns.weight_decay,
-                  batch_frames=ns.batch_frames, dev_per_lang=ns.dev_per_lang, reset=ns.reset, seed=ns.seed, threads=ns.threads,
+                  batch_utts=ns.batch_utts, lid_hidden=ns.lid_hidden, dev_per_lang=ns.dev_per_lang, reset=ns.reset, seed=ns.seed, threads=ns.threads,
                   half_weights=ns.half_weights, quiet=ns.quiet)  # fmt: skip
     except (CorpusError, ValueError) as exc:
         print(f"streamkit train rnnt-lid: error: {exc}", file=sys.stderr)

@@ -84,15 +84,17 @@ def test_union_mapping_round_trip():
     assert lang.tolist() == [[-1, 0, 0], [1, 1, -1], [2, 2, 2]]
 
 
+@pytest.mark.parametrize("lid_hidden", [0, 5])
 @pytest.mark.parametrize("detach", [False, True])
-def test_lid_gradient_isolation(detach):
+def test_lid_gradient_isolation(detach, lid_hidden):
     torch.manual_seed(1)
-    cfg = tiny_cfg("lid", lid_detach_encoder=detach)
+    cfg = tiny_cfg("lid", lid_detach_encoder=detach, lid_hidden=lid_hidden)
     model = RnntModel(cfg)
     out = model(*tiny_batch(cfg, 2), lang=2)
     g_lid = grads_of(out["lid_loss"], model)
     g_rnnt = grads_of(out["rnnt_loss"], model)
-    lid_params = {n for n in g_lid if n.startswith("lid_head.")}
+    lid_params = {n for n in g_lid if n.startswith(("lid_head.", "lid_rnn."))}
+    assert any(n.startswith("lid_rnn.") for n in lid_params) == bool(lid_hidden)
     enc_params = {n for n in g_lid if n.startswith("encoder.")}
     assert lid_params and enc_params
     # CE reaches the LID head (and the encoder unless detached), nothing else
@@ -246,3 +248,33 @@ def test_causal_feat_norm_is_causal_and_removes_utterance_offsets():
     assert abs(float(x[:, 50:].mean())) < 0.1 and abs(float(x[:, 50:].std()) - 1) < 0.1
     with pytest.raises(ValueError, match="feat_norm"):
         tiny_cfg("lid", feat_norm="cmvn")
+
+
+def test_recurrent_lid_head_steps_equal_the_sequence():
+    """lid_hidden > 0: lid_step over chunks from a None state equals lid_logits over the whole sequence."""
+    torch.manual_seed(4)
+    cfg = tiny_cfg("lid", lid_hidden=6)
+    model = RnntModel(cfg).eval()
+    with torch.no_grad():
+        enc = model.encode(torch.randn(2, 17, cfg.feat_dim), 0)
+        full = model.lid_logits(enc)
+        assert full.shape == (2, 17, 3)
+        for chunk in (1, 5):
+            st, outs = None, []
+            for i in range(0, 17, chunk):
+                o, st = model.lid_step(enc[:, i : i + chunk], st)
+                outs.append(o)
+            assert st is not None and st.shape == (1, 2, 6)
+            assert torch.allclose(torch.cat(outs, 1), full, atol=1e-6)
+        # the linear head has no state and takes any leading shape
+        lin = RnntModel(tiny_cfg("lid")).eval()
+        o, st = lin.lid_step(enc[0, 3], None)
+        assert st is None and o.shape == (3,)
+    with pytest.raises(ValueError, match="recurrent LID head"):
+        model.lid_logits(enc[0])
+    with pytest.raises(ValueError, match="lid_hidden"):
+        tiny_cfg("lid", lid_hidden=-1)
+    # weight files from before the field load with the linear head
+    d = cfg.to_dict()
+    del d["lid_hidden"]
+    assert RnntConfig.from_dict(d).lid_hidden == 0

@@ -332,6 +332,24 @@ def test_multidecoder_uses_the_lid_head():
     assert 0.0 < r.confidence <= 1.0
 
 
+def test_multidecoder_runs_a_recurrent_lid_head_frame_by_frame():
+    """With lid_hidden > 0 the decoder's LID sums equal the head over the whole utterance, and reset() restarts its state."""
+    torch.manual_seed(8)
+    base = tiny_model("lid", seed=8)
+    cfg = RnntConfig.from_dict({**base.cfg.to_dict(), "lid_hidden": 5})
+    model = RnntModel(cfg).to(torch.float64).eval()
+    enc = encode(model, 12, 3)
+    with torch.no_grad():
+        post = model.lid_logits(enc[None])[0].softmax(-1)
+    md = MultiDecoder(model, beam=2)
+    for _ in range(2):  # the second utterance starts from a fresh LID state: same result
+        md.reset()
+        md.advance_frames(enc)
+        r = md.result()
+        assert r.lid_posterior == pytest.approx(tuple(post.mean(0).tolist()), abs=1e-9)
+        assert r.lang == int(post.mean(0).argmax())
+
+
 def test_invalid_arguments():
     model = tiny_model("lid")
     with pytest.raises(ValueError):

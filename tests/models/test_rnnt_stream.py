@@ -34,7 +34,7 @@ def signal(seconds: float = 2.4, seed: int = 0) -> np.ndarray:
     return x.astype(np.float32)
 
 
-def make_model(tmp_path, variant: str = "lid", seed: int = 0, name: str = "m.pt", symbols: bool = True) -> str:
+def make_model(tmp_path, variant: str = "lid", seed: int = 0, name: str = "m.pt", symbols: bool = True, lid_hidden: int = 0) -> str:
     torch.manual_seed(seed)
     cfg = RnntConfig(
         variant=variant,
@@ -46,6 +46,7 @@ def make_model(tmp_path, variant: str = "lid", seed: int = 0, name: str = "m.pt"
         pred_hidden=12,
         embed_dim=8,
         joint_dim=16,
+        lid_hidden=lid_hidden,
     )
     m = RnntModel(cfg).eval()
     f = features(signal(3.0, seed=9))
@@ -75,8 +76,9 @@ def test_words_of():
     assert words_of([], []) == []
 
 
-def test_chunking_invariance_with_tags_and_gap(tmp_path):
-    path = make_model(tmp_path)
+@pytest.mark.parametrize("lid_hidden", [0, 6])
+def test_chunking_invariance_with_tags_and_gap(tmp_path, lid_hidden):
+    path = make_model(tmp_path, lid_hidden=lid_hidden)
     x = signal(2.4)
     tags = [
         (400, SPEECH, SpeechBoundary(True, "test")),

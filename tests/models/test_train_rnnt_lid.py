@@ -54,8 +54,27 @@ def test_refit_learns_the_languages_from_a_fresh_layer(trained, tmp_path):
     """The two fake languages use disjoint tones, so a refitted head separates dev utterances."""
     corpus, src = trained
     card = rl.refit_lid(src, corpus, tmp_path / "r.pt", utts_per_lang=10, epochs=40, lr=3e-2, dev_per_lang=4, reset=True, quiet=True)
-    assert card["training"]["init"] == "fresh linear layer"
+    assert card["training"]["init"] == "fresh" and card["training"]["head"] == "linear"
     assert card["dev"]["best"]["lid_acc"] >= 0.75, card["dev"]["history"][-3:]
+
+
+def test_refit_with_a_recurrent_head(trained, tmp_path):
+    """--lid-hidden N: a fresh GRU + linear head; the rest of the model is the source's, bit for bit."""
+    corpus, src = trained
+    card = rl.refit_lid(src, corpus, tmp_path / "g.pt", utts_per_lang=10, epochs=25, lr=2e-2, dev_per_lang=4, lid_hidden=8, quiet=True)
+    assert card["training"]["head"] == "GRU 8 + linear" and card["training"]["init"] == "fresh"
+    assert card["config"]["lid_hidden"] == 8 and "--lid-hidden 8" in card["training"]["command"]
+    assert card["dev"]["best"]["lid_acc"] >= 0.75, card["dev"]["history"][-3:]
+    a, _ = load_model(src)
+    b, meta = load_model(tmp_path / "g.pt")
+    assert b.cfg.lid_hidden == 8 and b.lid_rnn is not None and b.lid_rnn.hidden_size == 8
+    sa, sb = a.state_dict(), b.state_dict()
+    for k, v in sa.items():
+        if not k.startswith("lid_"):
+            assert torch.equal(v, sb[k]), k
+    assert {k for k in sb if k not in sa} == {k for k in sb if k.startswith("lid_rnn.")}
+    with pytest.raises(ValueError, match="--lid-hidden"):
+        rl.refit_lid(src, corpus, tmp_path / "x.pt", lid_hidden=-1, quiet=True)
 
 
 def test_half_weights_and_in_place(trained, tmp_path):
