@@ -492,6 +492,28 @@ class CtcHeads(torch.nn.Module):
         return total / y.shape[0]
 
 
+def _init_ctc_from(ctc: CtcHeads, init_from: Path, cfg: RnntConfig) -> str:
+    """Load the auxiliary CTC heads of the run that wrote ``init_from`` from its checkpoint (``<stem>.ckpt``).
+
+    The weight file holds no CTC heads; fresh ones send large random gradients into the trained
+    encoder in the first steps (the training loss went from about 80 to over 200 at the start of
+    such runs). Returns what was done, for the log.
+    """
+    p = init_from.with_suffix(".ckpt")
+    if not p.is_file():
+        return f"no checkpoint {p.name} beside it: the CTC heads start fresh"
+    try:
+        ck = torch.load(p, map_location="cpu", weights_only=False)
+        conf = dict(ck["config"])
+        conf.setdefault("lid_hidden", 0)
+        if ck.get("format") != CKPT_FORMAT or conf != cfg.to_dict() or not ck.get("ctc"):
+            return f"{p.name} is not a checkpoint of this architecture with CTC heads: they start fresh"
+        ctc.load_state_dict(ck["ctc"])
+    except Exception as exc:  # noqa: BLE001 - any unreadable checkpoint: fall back to fresh heads
+        return f"{p.name} unreadable ({type(exc).__name__}): the CTC heads start fresh"
+    return f"CTC heads from {p.name} (step {ck.get('state', {}).get('step')})"
+
+
 def lr_at(step: int, run: dict[str, Any]) -> float:
     lr, warm, total = float(run["lr"]), int(run["warmup"]), run["steps"]
     if step < warm:
@@ -677,6 +699,9 @@ def train(
             raise ValueError(f"--init-from: {exc}") from None
         model.load_state_dict(src.state_dict())  # weights and input statistics of the earlier run
     ctc = CtcHeads(cfg) if ctc_weight > 0 else None
+    if init_from is not None and ctc is not None:
+        ctc_note = _init_ctc_from(ctc, Path(init_from), cfg)
+        prog_note(f"--init-from: {ctc_note}")
     params = list(model.parameters()) + (list(ctc.parameters()) if ctc is not None else [])
     opt = torch.optim.Adam(params, lr=lr, betas=(0.9, 0.98), eps=1e-9)
     st: dict[str, Any] = {"step": 0, "epoch": [0] * len(groups), "pos": [0] * len(groups), "elapsed_s": 0.0, "audio_s": 0.0, "best_loss": math.inf,

@@ -285,3 +285,21 @@ def test_init_from_an_earlier_run(corpus, tmp_path):
         tr.train(corpus, tmp_path / "b.pt", cfg=other, steps=2, init_from=tmp_path / "a.pt", **KW)
     with pytest.raises(ValueError, match="not found"):
         tr.train(corpus, tmp_path / "b.pt", cfg=TINY, steps=2, init_from=tmp_path / "missing.pt", **KW)
+
+
+def test_init_from_takes_the_ctc_heads_of_the_earlier_checkpoint(corpus, tmp_path, capsys):
+    """The weight file has no CTC heads; --init-from loads them from <stem>.ckpt, so the first steps start from trained ones."""
+    tr.train(corpus, tmp_path / "a.pt", cfg=TINY, steps=30, eval_every=30, seed=6, **KW)
+    kw = {**KW, "quiet": False}
+    first = {}
+    for name in ("with", "without"):
+        if name == "without":
+            (tmp_path / "a.ckpt").rename(tmp_path / "moved.ckpt")
+        losses: list[float] = []
+        tr.train(corpus, tmp_path / f"{name}.pt", cfg=TINY, steps=1, eval_every=1, seed=7, init_from=tmp_path / "a.pt",
+                 on_step=lambda s, v, out=losses: out.append(v), **kw)  # fmt: skip
+        first[name] = losses[0]
+        log = capsys.readouterr().out
+        assert ("--init-from: CTC heads from a.ckpt (step 30)" in log) == (name == "with"), log
+    assert "no checkpoint a.ckpt beside it: the CTC heads start fresh" in log
+    assert first["with"] < first["without"], first
