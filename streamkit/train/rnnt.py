@@ -581,6 +581,7 @@ def train(
     batching: str = "language",
     lid_loss: str = "frame-mean",
     init_from: str | os.PathLike[str] | None = None,
+    stop_after: int | None = None,
 ) -> dict[str, Any]:
     """Train (or continue) an RNN-T on a ``streamkit corpus asr`` corpus; returns the model card.
 
@@ -594,7 +595,11 @@ def train(
     utterance's frames, mean over utterances: the same scale as the per-utterance RNN-T loss).
     ``init_from``: start from the weights of an earlier run (a weight file of the same architecture,
     e.g. to go on with a new budget and LR schedule); the input statistics come from that file, the
-    optimiser and the training-only CTC heads start afresh. Its file name is part of the run.
+    optimiser starts afresh, and the training-only CTC heads come from the checkpoint
+    ``<stem>.ckpt`` beside it when there is one of the same architecture (else fresh; see
+    :func:`_init_ctc_from`). Its file name is part of the run.
+    ``stop_after``: pause at this step (checkpoint written; not part of the run, so ``--resume``
+    goes on with the same schedule); a run's weight file is its best state up to there.
     ``half_weights``: the weight file ``out`` stores float16 weights (half the size; they load into
     float32 parameters); the checkpoint keeps float32. Not part of the run: ``--resume`` of a
     finished run with it rewrites the weight file only.
@@ -814,7 +819,7 @@ def train(
     t_rate, s_rate, a_rate = time.monotonic(), st["step"], st["audio_s"]
     try:
         while True:
-            if (steps is not None and st["step"] >= steps) or elapsed() >= budget_s or stop_signal:
+            if (steps is not None and st["step"] >= steps) or elapsed() >= budget_s or stop_signal or (stop_after is not None and st["step"] >= stop_after):
                 break
             k = st["step"]
             gi = int(np.random.default_rng(np.random.SeedSequence([seed, 1, k])).choice(len(groups), p=probs))
@@ -1038,6 +1043,8 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     p.add_argument("--init-from", default=None, metavar="PATH",
                    help="start from this weight file (same architecture): go on with a new --steps budget and LR schedule")  # fmt: skip
+    p.add_argument("--stop-after", type=int, default=None, metavar="STEP",
+                   help="pause at this step (a checkpoint; the LR schedule still follows --steps; --resume goes on)")  # fmt: skip
     p.add_argument("--half-weights", action="store_true",
                    help="store the weight file as float16 (half the size; the checkpoint stays float32); with --resume of a "
                    "finished run it rewrites the weight file only")  # fmt: skip
@@ -1058,7 +1065,7 @@ def run_from_args(ns: argparse.Namespace) -> int:
               threads=ns.threads, eval_every=ns.eval_every, ckpt_minutes=ns.ckpt_minutes, dev_per_lang=ns.dev_per_lang,
               wer_per_lang=ns.wer_per_lang, train_limit=ns.train_limit, log_every=ns.log_every, quiet=ns.quiet,
               half_weights=ns.half_weights, batching=ns.batching, lid_loss=ns.lid_loss,
-              init_from=ns.init_from)  # fmt: skip
+              init_from=ns.init_from, stop_after=ns.stop_after)  # fmt: skip
     except (CorpusError, ValueError) as exc:
         print(f"streamkit train rnnt: error: {exc}", file=sys.stderr)
         return 2

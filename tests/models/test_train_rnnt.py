@@ -303,3 +303,15 @@ def test_init_from_takes_the_ctc_heads_of_the_earlier_checkpoint(corpus, tmp_pat
         assert ("--init-from: CTC heads from a.ckpt (step 30)" in log) == (name == "with"), log
     assert "no checkpoint a.ckpt beside it: the CTC heads start fresh" in log
     assert first["with"] < first["without"], first
+
+
+def test_stop_after_pauses_and_resume_goes_on_bit_exact(corpus, tmp_path):
+    full = tr.train(corpus, tmp_path / "full.pt", cfg=TINY, steps=12, eval_every=6, seed=9, **KW)
+    part = tr.train(corpus, tmp_path / "part.pt", cfg=TINY, steps=12, eval_every=6, seed=9, stop_after=6, **KW)
+    assert part["training"]["steps"] == 6 and part["status"] == "in progress"
+    done = tr.train(corpus, tmp_path / "part.pt", cfg=TINY, steps=12, eval_every=6, seed=9, resume=True, **KW)
+    assert done["training"]["steps"] == 12 and done["status"] == "finished"
+    a, _ = load_model(tmp_path / "full.pt")
+    b, _ = load_model(tmp_path / "part.pt")
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+    assert [h["rnnt_loss"] for h in full["dev"]["history"]] == [h["rnnt_loss"] for h in done["dev"]["history"]]
