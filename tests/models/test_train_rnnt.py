@@ -218,6 +218,25 @@ def test_benchmark_runs_on_a_tiny_model(corpus, tmp_path):
         assert 0 < r["decoder_cpu_per_audio_s"] <= r["rt_cpu"] and 1.0 <= r["t_avg"] <= 2.0
     assert res["rows"][0]["lid_acc"] is None and res["rows"][1]["t_avg"] == 2.0
     assert str(tmp_path) not in json.dumps(res) and "machine" in res
+    assert res["decoding"]["boundaries"].startswith("whole corpus files")
+
+    # --trim: utterances cut to the records' speech_start/stop +- margin (the fake corpus has none: a clear exit)
+    with pytest.raises(SystemExit, match="speech_start"):
+        bench.main(args[:-2] + ["--trim", "0.05", "--out", str(tmp_path / "t.json")])
+    trimmed = tmp_path / "trimmed"
+    shutil.copytree(corpus, trimmed)
+    recs = [json.loads(x) for x in (trimmed / "test.jsonl").read_text().splitlines()]
+    for r in recs:
+        r["speech_start"], r["speech_stop"] = 800, r["n_samples"] - 800  # _audio pads 800 samples of silence each side
+    (trimmed / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    out2 = tmp_path / "t.json"
+    args2 = ["--corpus", str(trimmed), "--model", f"lid={tmp_path / 'lid.pt'}", "--limit", "1", "--beam", "2", "--trim", "0.05", "--out", str(out2)]
+    assert bench.main(args2) == 0
+    res2 = json.loads(out2.read_text())
+    assert res2["decoding"]["boundaries"] == "speech only: the corpus records' speech_start/speech_stop +- 0.05 s"
+    # one utterance per language, each cut by 800 - 400 samples on both sides (audio_s is rounded to 0.1 s)
+    trimmed_s = sum(r["n_samples"] - 800 for r in recs if r["id"].endswith("_000000")) / 8000
+    assert res2["rows"][0]["audio_s"] == pytest.approx(trimmed_s, abs=0.051)
 
 
 @pytest.mark.parametrize("variant", ["lid", "vanilla", "onehot", "lsp"])
