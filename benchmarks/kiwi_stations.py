@@ -42,7 +42,7 @@ receive + protocol parse, ADPCM decode, ring write, runner step, source read, re
 then a cProfile pass over both threads, and prints a per-frame cost breakdown.
 
     python benchmarks/kiwi_stations.py [--sweep 50,100,200,250,300,400] [--seconds 20] [--warmup 5]
-        [--no-compression] [--kiwirecorder /tmp/kiwiclient-wt [--kr-procs 8]] [--profile 200]
+        [--no-compression] [--kiwirecorder KIWICLIENT_DIR [--kr-procs 8]] [--profile 200]
 
 Writes benchmarks/results/kiwi_stations.json (or ``--out``).
 """

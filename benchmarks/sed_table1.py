@@ -24,8 +24,8 @@ unlabelled rows only.
 
 Usage::
 
-    python benchmarks/sed_table1.py --corpus /tmp/sedc \\
-        --model baseline=/tmp/sed_train/baseline/sed.pt --model adv-time+tri=/tmp/sed_train/adv-time+tri/sed.pt ...
+    python benchmarks/sed_table1.py --corpus SEDC \\
+        --model baseline=runs/baseline/sed.pt --model adv-time+tri=runs/adv-time+tri/sed.pt ...
 
 Writes ``benchmarks/results/sed_table1.json`` (rows, per-class F1, training summaries, paper rows,
 the machine; file names only, no machine paths).

@@ -2,7 +2,7 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/tune_stat_sad.py --corpus /tmp/hfc2h [--jobs 2] [--passes 2] [--seed 0]
+    .venv/bin/python benchmarks/tune_stat_sad.py --corpus HFC [--jobs 2] [--passes 2] [--seed 0]
 
 Protocol (the HF paper's, as ``streamkit eval sad``): per file, frame scores of
 :func:`streamkit.dsp.stat_sad.stat_sad_scores` are spread onto samples with
@@ -154,7 +154,7 @@ def eval_at_dev(params: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--corpus", default="/tmp/hfc2h")
+    ap.add_argument("--corpus", required=True, help="a 2 h HF corpus (`streamkit corpus hf --out DIR --hours 2 --seed 1`)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
@@ -221,8 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(ns.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     res = {
-        "command": "python " + " ".join([str(Path(sys.argv[0]).as_posix())] + sys.argv[1:]) if argv is None else argv,
-        "corpus": ns.corpus,
+        "command": "python " + " ".join([str(Path(sys.argv[0]).as_posix())] + [a.replace(ns.corpus, "HFC") for a in sys.argv[1:]]) if argv is None else argv,
+        "corpus": f"HFC ({Path(ns.corpus).name})",
         "objective": "dev F1 at the dev-EER threshold (0.5 s collar, fgnt), ties by dev best F1",
         "space": SPACE,
         "seed": ns.seed,

@@ -61,7 +61,7 @@ Layout of ``DIR``::
     <split>/<lang>/<id>.wav     PCM_16, 8 kHz mono
 
 Speed (one process pinned to one core with ``taskset -c 0``, on the shared 2-core machine under a
-load of ~3.4): ``streamkit corpus asr --out /tmp/asr_speed --hours-per-language
+load of ~3.4): ``streamkit corpus asr --out DIR --hours-per-language
 en=0.03,hi=0.03,ta=0.03,gu=0.03 --seed 1`` made 0.130 h (97 utterances) in 2.7 s of generation,
 171x real time (98x counting the 2 s start-up); with ``--augment none`` 268x. ``--jobs N`` runs N
 spawned workers (a few seconds of start-up each).

@@ -90,7 +90,7 @@ SEG_S = (1.0, 8.0)
 # Calibrated against the paper's Table 1 (speech 13 %, eval SDR -7.9 dB, STOI 0.61) together with
 # the AGC threshold in ChannelParams.random (noise floor + U(10, 25) dB; severity 0.5 and the SNR
 # distribution unchanged). Was GAP_S (8, 30), EDGE_S (4, 15), threshold + U(-3, 12): speech 17 %,
-# SDR -11.5 dB, STOI 0.59. `streamkit corpus hf --out /tmp/x --hours 2 --seed 1` now gives
+# SDR -11.5 dB, STOI 0.59. `streamkit corpus hf --out DIR --hours 2 --seed 1` now gives
 # train 13.76 % / -7.85 dB / 0.612 (39 files), dev 13.63 % / -8.51 dB / 0.575 (5),
 # eval 12.84 % / -6.51 dB / 0.634 (5); 49 files of seed 7: SDR -8.22 dB, STOI 0.614.
 GAP_S = (12.0, 38.0)

@@ -76,7 +76,7 @@ HOP = 256  #: 32 ms shift [PAPER §3.1]
 N_FFT = 1024  #: FFT size, the 512-sample frame zero-padded [PAPER §3.1]
 
 #: analysis parameters (what :func:`stat_sad_scores` takes) with their defaults. TUNED on the dev
-#: split of the calibrated 2 h HF corpus (``streamkit corpus hf --out /tmp/hfc2h --hours 2 --seed 1
+#: split of the calibrated 2 h HF corpus (``streamkit corpus hf --out HFC --hours 2 --seed 1
 #: --jobs 2``) by ``python benchmarks/tune_stat_sad.py --passes 4`` (seeded coordinate descent, 345
 #: configs, objective dev F1 at the dev-EER threshold, 0.5 s collar; benchmarks/results/tune_stat_sad.json):
 #: dev F1 37.2 -> 95.3 %, eval F1 at the dev-EER threshold 36.2 -> 94.0 % (DCF 34.4 -> 2.3 %), RT
@@ -106,14 +106,14 @@ ANALYSIS_DEFAULTS: dict[str, Any] = {
     # trackers are set to the smoothed band energy (the minimum-statistics trackers settle within
     # ~0.5 s, and a tracker started on the first, fully suppressed frame gave a ~0.5 s false
     # segment at every start); scores stay low there. Not tuned: chosen from that transient. Eval F1
-    # at the dev-EER threshold 94.02 -> 94.56 % (`streamkit eval sad --system stat --corpus /tmp/hfc2h`)
+    # at the dev-EER threshold 94.02 -> 94.56 % (`streamkit eval sad --system stat --corpus HFC`)
     "warmup_s": 0.75,  # [0: trackers started from the first frame]
 }
 
 #: decision parameters of the block
 DECISION_DEFAULTS: dict[str, Any] = {
     # the dev-EER threshold (the paper's protocol: the threshold at dev's equal error rate, applied
-    # to eval) of `streamkit eval sad --system stat --corpus /tmp/hfc2h` with warmup_s 0.75 (0.225,
+    # to eval) of `streamkit eval sad --system stat --corpus HFC` with warmup_s 0.75 (0.225,
     # from `python benchmarks/tune_stat_sad.py --passes 4`, before the start-up warm-up); 0.5 would
     # mean ">= bands_needed bands clearly above their adaptive thresholds"
     "threshold": 0.185,
