@@ -492,6 +492,14 @@ class CtcHeads(torch.nn.Module):
         return total / y.shape[0]
 
 
+def _ckpt_config(d: Any) -> dict[str, Any] | None:
+    """A checkpoint's config as today's ``to_dict`` (fields added since then take their defaults); None if invalid."""
+    try:
+        return RnntConfig.from_dict(d).to_dict()
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
 def _init_ctc_from(ctc: CtcHeads, init_from: Path, cfg: RnntConfig) -> str:
     """Load the auxiliary CTC heads of the run that wrote ``init_from`` from its checkpoint (``<stem>.ckpt``).
 
@@ -504,9 +512,7 @@ def _init_ctc_from(ctc: CtcHeads, init_from: Path, cfg: RnntConfig) -> str:
         return f"no checkpoint {p.name} beside it: the CTC heads start fresh"
     try:
         ck = torch.load(p, map_location="cpu", weights_only=False)
-        conf = dict(ck["config"])
-        conf.setdefault("lid_hidden", 0)
-        if ck.get("format") != CKPT_FORMAT or conf != cfg.to_dict() or not ck.get("ctc"):
+        if ck.get("format") != CKPT_FORMAT or _ckpt_config(ck["config"]) != cfg.to_dict() or not ck.get("ctc"):
             return f"{p.name} is not a checkpoint of this architecture with CTC heads: they start fresh"
         ctc.load_state_dict(ck["ctc"])
     except Exception as exc:  # noqa: BLE001 - any unreadable checkpoint: fall back to fresh heads
@@ -720,8 +726,7 @@ def train(
         ck["run"].setdefault("batching", "language")  # checkpoints from before these options
         ck["run"].setdefault("lid_loss", "frame-mean")
         ck["run"].setdefault("init_from", None)
-        if isinstance(ck.get("config"), dict):
-            ck["config"].setdefault("lid_hidden", 0)  # before the recurrent LID head existed
+        ck["config"] = _ckpt_config(ck.get("config"))  # checkpoints from before later config fields load with their defaults
         if ck["config"] != cfg.to_dict() or ck["run"] != run:
             diff = {k: (v, ck["run"].get(k)) for k, v in run.items() if ck["run"].get(k) != v}
             if ck["config"] != cfg.to_dict():
