@@ -26,14 +26,19 @@ Every step takes ``--batch-size`` clips from S and from W and, for methods that 
 adversarial ones, through D; the tri-training ones in their final stage), from U: each subset is
 an endless sequence of permutations drawn from ``(seed, subset, round)``, so the data order is a
 function of the step number only (exact ``--resume``). An epoch is ``len(S_train) // batch``
-steps. Every method gets the **same number of steps** (``--epochs``).
+steps. Every method runs ``--epochs`` epochs of its first stage; the tri-training methods then
+run ``--tri-epochs`` more (default as many) of their final stage, as Algorithm 1 runs both of its
+loops for ``iter`` iterations. Their stage-1 Ft gets the baseline's data and steps (F also
+learns from the labelers' losses and the orthogonality term), so a tri run shows what its
+pseudo-label stage adds; compare it with a baseline given the same total steps
+(``--epochs 2N``) as well as with the ``--epochs N`` one.
 
 * ``baseline``: ``L_y`` of Ft on S (frame + clip) and W (clip) (paper eq. 1-3).
 * ``adv-whole`` / ``adv-time``: + ``L_d`` (eq. 4) of D (one logit per clip / per frame) on S
   (synthetic) vs W and U (real), through the gradient reversal layer; the GRL factor follows
   Ganin and Lempitsky's schedule ``alpha_p = alpha (2 / (1 + exp(-10 p)) - 1)``, ``p`` the
   training progress (``--grl-schedule const`` keeps ``alpha``).
-* ``tri`` (Algorithm 1): the first ``--tri-split`` of the steps (default half) train F, F1, F2,
+* ``tri`` (Algorithm 1): the ``--epochs`` labeler stage trains F, F1, F2,
   Ft (+ D) on S and W with the orthogonality regulariser (eq. 8, lambda 1); then F1 and F2
   pseudo-label W and U once (frames and classes where both are > 0.5 or both < 0.5; W keeps its
   tags as clip targets and frames of absent classes are negatives); the rest of the epochs train
@@ -262,7 +267,7 @@ class TrainOptions:
     batch: int = 6
     lr: float = 1e-3
     threads: int = 1
-    tri_split: float = 0.5
+    tri_epochs: int | None = None  #: tri-training final-stage epochs after the --epochs labeler stage (None: as many)
     grl_schedule: str = "ganin"
     synthetic_holdout: int = 200
     median_s: float = 0.45
@@ -274,7 +279,14 @@ class TrainOptions:
 
     def fingerprint(self) -> dict[str, Any]:
         """What a resumed run must share with the checkpoint."""
-        return {k: getattr(self, k) for k in ("method", "epochs", "seed", "batch", "lr", "tri_split", "grl_schedule", "synthetic_holdout")}
+        fp = {k: getattr(self, k) for k in ("method", "epochs", "seed", "batch", "lr", "grl_schedule", "synthetic_holdout")}
+        return {**fp, "tri_epochs": self.final_epochs()}
+
+    def final_epochs(self) -> int:
+        """Epochs of the tri-training final stage (0 for the other methods)."""
+        if not parse_method(self.method)[1]:
+            return 0
+        return self.epochs if self.tri_epochs is None else int(self.tri_epochs)
 
 
 def _stream(seed: int, tag: int, n: int, start: int, count: int) -> np.ndarray:
@@ -469,8 +481,8 @@ def train(
         raise ValueError(f"--epochs must be >= 1, got {opts.epochs}")
     if opts.batch < 1:
         raise ValueError(f"--batch-size must be >= 1, got {opts.batch}")
-    if tri and not 0.0 < opts.tri_split < 1.0:
-        raise ValueError(f"--tri-split must be in (0, 1), got {opts.tri_split}")
+    if tri and opts.final_epochs() < 1:
+        raise ValueError(f"--tri-epochs must be >= 1, got {opts.tri_epochs}")
     out = Path(out)
     ckpt_p = Path(ckpt) if ckpt is not None else out.with_name(out.stem + ".ckpt")
     torch.set_num_threads(int(opts.threads))
@@ -480,8 +492,8 @@ def train(
     load_s = time.monotonic() - t_load
 
     steps_per_epoch = max(1, data.n_s // opts.batch)
-    total_steps = steps_per_epoch * opts.epochs
-    switch_step = max(1, min(total_steps - 1, int(round(total_steps * opts.tri_split)))) if tri else None
+    total_steps = steps_per_epoch * (opts.epochs + opts.final_epochs())
+    switch_step = steps_per_epoch * opts.epochs if tri else None
     method_stages = stages(opts.method)
 
     torch.manual_seed(opts.seed)
@@ -522,7 +534,7 @@ def train(
     bar = None
     log(f"train sed {opts.method}: S {data.n_s} (+{opts.synthetic_holdout} held out), W {data.W.shape[0]}, "
         f"U {0 if data.U is None else data.U.shape[0]}{'' if data.uses_u else ' (not used)'}, val {len(data.v_files)}; "
-        f"{n_params(model)} parameters; {opts.epochs} epochs x {steps_per_epoch} steps of {opts.batch} clips per subset; "
+        f"{n_params(model)} parameters; {opts.epochs + opts.final_epochs()} epochs x {steps_per_epoch} steps of {opts.batch} clips per subset; "
         f"stages {method_stages}{f' (switch at step {switch_step})' if switch_step else ''}; {opts.threads} thread(s); "
         f"features loaded in {load_s:.1f} s; checkpoint {ckpt_p.name}")  # fmt: skip
 
@@ -718,7 +730,7 @@ def finalize(ckpt: Path, out: Path, corpus: SedCorpus, *, opts: TrainOptions, qu
             "lr": opts.lr,
             "optimiser": "Adam (0.9, 0.999), eps 1e-8",
             "grl_schedule": opts.grl_schedule if adv else None,
-            "tri_split": opts.tri_split if tri else None,
+            "tri_epochs": opts.final_epochs() if tri else None,
             "orth_lambda": 1.0 if tri else None,
             "pseudo_threshold": 0.5 if tri else None,
             "pseudo_stats": st.get("pseudo_stats"),
@@ -776,7 +788,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--ckpt-minutes", type=float, default=d.ckpt_minutes, help=f"checkpoint interval (default {d.ckpt_minutes:g} min)")
     parser.add_argument("--cache", default=None, metavar="DIR", help="log-mel cache directory (default <corpus>/features)")
     parser.add_argument("--max-steps", type=int, default=None, help="stop after this step with a checkpoint (no weights); --resume goes on")
-    parser.add_argument("--tri-split", type=float, default=d.tri_split, help="tri-training: fraction of the steps for the labeler stage (default 0.5)")
+    parser.add_argument("--tri-epochs", type=int, default=None,
+                        help="tri-training: epochs of the final (pseudo-label) stage, run after the --epochs labeler stage "
+                        "(default: as many as --epochs, Algorithm 1's two loops of `iter`)")
     parser.add_argument("--grl-schedule", choices=("ganin", "const"), default=d.grl_schedule, help="GRL factor schedule (default ganin)")
     parser.add_argument("--synthetic-holdout", type=int, default=d.synthetic_holdout,
                         help=f"last synthetic clips kept out of training as the synthetic-domain test set (default {d.synthetic_holdout})")
@@ -813,7 +827,7 @@ def run_from_args(a: argparse.Namespace) -> int:
     try:
         cfg = config_from_args(a)
         opts = TrainOptions(method=a.method, epochs=a.epochs, minutes=a.minutes, seed=a.seed, batch=a.batch_size, lr=a.lr, threads=a.threads,
-                            tri_split=a.tri_split, grl_schedule=a.grl_schedule, synthetic_holdout=a.synthetic_holdout, median_s=a.median_s,
+                            tri_epochs=a.tri_epochs, grl_schedule=a.grl_schedule, synthetic_holdout=a.synthetic_holdout, median_s=a.median_s,
                             threshold=a.threshold, ckpt_minutes=a.ckpt_minutes, max_steps=a.max_steps, psds=not a.no_psds)  # fmt: skip
         res = train(a.corpus, a.out, opts, cfg=cfg, resume=a.resume, ckpt=a.ckpt, cache=a.cache, quiet=a.quiet)
     except (CorpusError, ValueError, OSError) as e:

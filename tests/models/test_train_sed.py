@@ -109,7 +109,8 @@ def test_training_lowers_the_loss(corpus, tmp_path, method):
     from streamkit.train.sed import train
 
     losses: list[float] = []
-    res = train(corpus, tmp_path / "m.pt", _opts(method=method, epochs=8), cfg=_tiny(), quiet=True,
+    kw = dict(epochs=4, tri_epochs=4) if "tri" in method else dict(epochs=8)
+    res = train(corpus, tmp_path / "m.pt", _opts(method=method, **kw), cfg=_tiny(), quiet=True,
                 on_step=lambda s, parts: losses.append(parts["y_ft"]))  # fmt: skip
     assert res["finished"] and len(losses) == 8 * 4
     assert np.mean(losses[-6:]) < np.mean(losses[:6]) - 0.05, losses
@@ -125,7 +126,7 @@ def test_resume_equals_uninterrupted(corpus, tmp_path):
     from streamkit.models.sed_crnn import load_model
     from streamkit.train.sed import train
 
-    opts = dict(method="adv-time+tri", epochs=4)  # 4 steps an epoch, pseudo-labels at step 8
+    opts = dict(method="adv-time+tri", epochs=2)  # 4 steps an epoch, pseudo-labels at step 8, 16 steps
     a = train(corpus, tmp_path / "a" / "m.pt", _opts(**opts), cfg=_tiny(), quiet=True)
     b1 = train(corpus, tmp_path / "b" / "m.pt", _opts(**opts, max_steps=10), cfg=_tiny(), quiet=True)
     assert not b1["finished"] and not (tmp_path / "b" / "m.pt").exists()
@@ -141,6 +142,24 @@ def test_resume_equals_uninterrupted(corpus, tmp_path):
     # a checkpoint of another run is refused
     with pytest.raises(ValueError, match="another run"):
         train(corpus, tmp_path / "b" / "m.pt", _opts(method="adv-time+tri", epochs=5), cfg=_tiny(), quiet=True, resume=True)
+
+
+def test_tri_training_runs_both_stages_of_algorithm_1(corpus, tmp_path):
+    """Labeler stage for --epochs, then --tri-epochs (default: as many) of the final stage."""
+    from streamkit.train.sed import TrainOptions, train
+
+    assert TrainOptions(method="tri", epochs=3).final_epochs() == 3
+    assert TrainOptions(method="tri", epochs=3, tri_epochs=1).final_epochs() == 1
+    assert TrainOptions(method="adv-time", epochs=3, tri_epochs=5).final_epochs() == 0  # no second stage
+    res = train(corpus, tmp_path / "m.pt", _opts(method="tri", epochs=2, tri_epochs=1), cfg=_tiny(), quiet=True)
+    hist = res["state"]["history"]
+    assert [(h["epoch"], h["step"], h["stage"]) for h in hist] == [(1, 4, "labelers"), (2, 8, "labelers"), (3, 12, "final")]
+    card = json.loads((tmp_path / "m.json").read_text())
+    assert card["training"]["steps"] == 12 and card["training"]["tri_epochs"] == 1 and card["training"]["best_epoch"] == 3
+    d = train(corpus, tmp_path / "d.pt", _opts(method="tri", epochs=2), cfg=_tiny(), quiet=True)
+    assert [h["stage"] for h in d["state"]["history"]] == ["labelers", "labelers", "final", "final"]
+    with pytest.raises(ValueError, match="--tri-epochs must be >= 1"):
+        train(corpus, tmp_path / "e.pt", _opts(method="tri", epochs=2, tri_epochs=0), cfg=_tiny(), quiet=True)
 
 
 def test_cli_writes_card_without_machine_paths(corpus, tmp_path, capsys):
