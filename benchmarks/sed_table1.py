@@ -4,7 +4,9 @@ Park et al., "Weakly labeled sound event detection using tri-training and advers
 (DCASE 2019 task 4; ``../shared/papers/sed-tri-training-adversarial.txt``), Table 1: event-based
 and segment-based macro F1 of the baseline, Adv.whole, Adv.time, Tri-training, Adv.whole+Tri and
 Adv.time+Tri. Here each method is a weight file written by ``streamkit train sed`` on the same
-``streamkit corpus sed`` corpus with the same budget; this script scores them all the same way:
+``streamkit corpus sed`` corpus with the same ``--epochs`` (the tri-training methods then run
+their pseudo-label stage, Algorithm 1; a ``baseline@LABEL`` row with as many steps is their
+equal-compute peer); this script scores them all the same way:
 
 * **real domain**: the corpus' ``eval`` subset (real-domain clips with strong labels, never used
   for training or model selection);

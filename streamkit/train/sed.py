@@ -41,7 +41,7 @@ pseudo-label stage adds; compare it with a baseline given the same total steps
 * ``tri`` (Algorithm 1): the ``--epochs`` labeler stage trains F, F1, F2,
   Ft (+ D) on S and W with the orthogonality regulariser (eq. 8, lambda 1); then F1 and F2
   pseudo-label W and U once (frames and classes where both are > 0.5 or both < 0.5; W keeps its
-  tags as clip targets and frames of absent classes are negatives); the rest of the epochs train
+  tags as clip targets and frames of absent classes are negatives); the ``--tri-epochs`` epochs train
   F, Ft (+ D) on S, W with its pseudo-labels and U with its pseudo-labels.
 * ``adv-*+tri``: tri-training with D trained in both stages.
 
