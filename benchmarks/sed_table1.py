@@ -182,9 +182,8 @@ def main(argv: list[str] | None = None) -> int:
             g = summary["gain_over_baseline_event_f1"]["adv-time+tri"]
             summary["target"] = {"what": f"Adv.time+Tri beats the baseline by >= {TARGET_GAIN:g} points event-based F1 (real eval)", "gain": g,
                                  "met": bool(g >= TARGET_GAIN), "paper_gain": round(PAPER["adv-time+tri"][0] - PAPER["baseline"][0], 2)}  # fmt: skip
-        # Algorithm 1 trains the labeler stage and then the pseudo-label stage: a tri-training row has had more steps than a
-        # baseline of the same --epochs. A baseline extra row with the same number of steps is the equal-compute peer.
-        if "adv-time+tri" in by:
+            # Algorithm 1 trains the labeler stage and then the pseudo-label stage: a tri-training row has had more steps than a
+            # baseline of the same --epochs. A baseline extra row with the same number of steps is the equal-compute peer.
             steps = by["adv-time+tri"]["training"].get("steps")
             peers = [r for r in extra if r["method"] == "baseline" and steps is not None and r["training"].get("steps") == steps]
             if peers:
