@@ -23,7 +23,9 @@ what it can do):
   (``multisoftmax``/``lsp``, not in the paper), no shutoff. ``lid`` also gives ``oracle`` (Table 4
   "LID Oracle"): the same run's decoder of the reference language, here the ``known`` row (with
   decoders independent of each other, choosing the reference language's decoder is the same as
-  decoding only that language).
+  decoding only that language). With ``--lid-last`` a ``lid`` model gets a second LID-free row
+  with ``lid_select="last"`` (the language of the survivor with the highest LID posterior at the
+  utterance's last frame instead of the highest mean posterior; not in the paper).
 * Table 7 (``--sweep``, ``lid`` models): tau in {inf, 1000, 100, 30, 10} frames (30 ms) x
   s_th in {0.2, 0.5, inf} (``tau_frames``/``s_th`` of the block; tau = inf or s_th = inf is the
   no-shutoff run, measured once), on ``--sweep-limit`` utterances per language.
@@ -288,7 +290,7 @@ def fmt_rows(rows: list[dict[str, Any]], langs: list[str]) -> str:
     for r in rows:
         tau = r.get("tau_frames", "")
         sth = r.get("s_th", "")
-        lines.append([str(r["model"]), str(r["mode"]), "inf" if tau is None else str(tau), "inf" if sth is None else str(sth),
+        lines.append([str(r["model"]), str(r["mode"]) + (" (last-frame LID)" if r.get("lid_select") == "last" else ""), "inf" if tau is None else str(tau), "inf" if sth is None else str(sth),
                       *[f"{r['wer'].get(lg, float('nan')):.2f}" if isinstance(r.get("wer"), dict) else "" for lg in langs],
                       f"{r['wer_avg']:.2f}" if r.get("wer_avg") is not None else "",
                       f"{r['cer_avg']:.2f}" if r.get("cer_avg") is not None else "",
@@ -321,6 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="utterances per language (default: all)")
     ap.add_argument("--sweep", action="store_true", help="Table 7 sweep for lid models")
     ap.add_argument("--sweep-limit", type=int, default=None, help="utterances per language in the sweep (default --limit)")
+    ap.add_argument("--lid-last", action="store_true",
+                    help="lid models: one more LID-free row choosing the language by the last frame's LID posterior (lid_select=last) instead of the mean")  # fmt: skip
     ap.add_argument("--beam", type=int, default=4)
     ap.add_argument("--max-symbols", type=int, default=3)
     ap.add_argument("--trim", type=float, default=None, metavar="SECONDS",
@@ -370,7 +374,9 @@ def _run(a: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
             rows.append(measure(name, "known", path, utts, audio, langs, per_lang=True, **base))
             if cfg.variant != "onehot":
                 rows.append(measure(name, "lid-free", path, utts, audio, langs, **base, tau_frames=None, s_th=None))
-        print(fmt_rows(rows[-2:], langs), flush=True)
+            if a.lid_last and cfg.has_lid:
+                rows.append(measure(name, "lid-free", path, utts, audio, langs, **base, tau_frames=None, s_th=None, lid_select="last"))
+        print(fmt_rows(rows[-(3 if a.lid_last and cfg.has_lid else 2):], langs), flush=True)
         if a.sweep and cfg.has_lid:
             done: dict[tuple[float, float], dict[str, Any]] = {}
             for tau in TAUS:

@@ -32,6 +32,7 @@ RATE = 8000
 FRAME_SHIFT = 240  #: samples per 30 ms stacked frame
 FRAME_SPAN = 760  #: samples covered by one stacked frame (8 x 10 ms frames of 25 ms)
 MODES = ("tags", "always")
+LID_SELECTS = ("mean", "last")  # = rnnt_search.LID_SELECTS (not imported: this module loads torch lazily)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,11 +80,12 @@ class LidResult:
     Attributes:
         utterance_id: as the ``asr.final``.
         lang: the chosen language.
-        method: ``"lid"`` (survivor with the highest average LID posterior), ``"score"`` (no LID
+        method: ``"lid"`` (survivor with the highest average LID posterior), ``"lid-last"``
+            (survivor with the highest last-frame LID posterior, ``lid_select="last"``), ``"score"`` (no LID
             head: the decoder whose best hypothesis scores highest), ``"fixed"`` (one language
             decoded) or ``"tokens"`` (vanilla: the language most tokens belong to).
-        confidence: the chosen language's average LID posterior (``"lid"``), else the hypothesis
-            confidence.
+        confidence: the chosen language's average (``"lid"``) or last-frame (``"lid-last"``) LID
+            posterior, else the hypothesis confidence.
         posteriors: average LID posterior per language (empty without LID head).
         switched_off: per decoded language the frame at which its decoder was switched off (None:
             it survived).
@@ -166,6 +168,9 @@ class RnntAsr(Sink):
             switched off at frame ``t > tau_frames`` (0-based, 30 ms frames) when
             ``s_l(t) < s_max(t) - s_th``.
         languages: names of the languages to decode (None: all; one name = known language).
+        lid_select (``"mean"``): the final's language among the surviving decoders, highest average
+            LID posterior (``"mean"``, the paper) or highest posterior of the utterance's last frame
+            (``"last"``, for a recurrent LID head; see :mod:`streamkit.models.rnnt_search`).
         utterance_mode: ``"tags"`` (default): an utterance runs from a ``SpeechBoundary(start=True)``
             to the next ``start=False``; nothing is decoded in between. ``"always"``: no SAD, the
             stream is one utterance (cut every ``max_utterance_s``); speech tags are ignored.
@@ -204,6 +209,7 @@ class RnntAsr(Sink):
         tau_frames: float | None = None,
         s_th: float | None = None,
         languages: Sequence[str] | None = None,
+        lid_select: str = "mean",
         utterance_mode: str = "tags",
         pre_roll_s: float = 0.0,
         max_utterance_s: float = 30.0,
@@ -222,6 +228,9 @@ class RnntAsr(Sink):
         if languages is not None and (isinstance(languages, str) or not all(isinstance(x, str) for x in languages) or not languages):
             raise ConfigError(f"languages must be a non-empty list of language names or None, got {languages!r}")
         self.languages = None if languages is None else [str(x) for x in languages]
+        if lid_select not in LID_SELECTS:
+            raise ConfigError(f"lid_select must be one of {LID_SELECTS}, got {lid_select!r}")
+        self.lid_select = lid_select
         if utterance_mode not in MODES:
             raise ConfigError(f"utterance_mode must be one of {MODES}, got {utterance_mode!r}")
         self.utterance_mode = utterance_mode
@@ -268,6 +277,7 @@ class RnntAsr(Sink):
             tau=math.inf if self.tau_frames is None else self.tau_frames,
             s_th=math.inf if self.s_th is None else self.s_th,
             languages=langs,
+            lid_select=self.lid_select,
         )
         self._feat = LogMelStream()
         self._dtype = model.feat_mean.dtype
@@ -475,6 +485,8 @@ class RnntAsr(Sink):
             method, conf = "tokens", float(res.confidence)
         elif len(decoded) == 1:
             method, conf = "fixed", float(res.confidence)
+        elif dec.use_lid and self.lid_select == "last":
+            method, conf = "lid-last", float(res.lid_last[res.lang])
         elif dec.use_lid:
             method, conf = "lid", float(res.lid_posterior[res.lang])
         else:

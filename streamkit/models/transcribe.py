@@ -38,6 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--beam", type=int, default=4, help="beam width of each language's search (default 4; 1 = greedy)")
     parser.add_argument("--tau", type=float, default=30.0, help="LID shutoff: frames (30 ms) before a decoder may be switched off (default 30; inf = never)")
     parser.add_argument("--s-th", type=float, default=0.5, help="LID shutoff: margin of the cumulative LID log-posterior (default 0.5; inf = never)")
+    parser.add_argument("--lid-select", choices=("mean", "last"), default="mean",
+                        help="language of each utterance: highest mean LID posterior of the surviving decoders (default, the paper) or of the last frame")  # fmt: skip
     parser.add_argument("--languages", default=None, help="comma-separated languages to decode (default: all of the model's)")
     parser.add_argument("--pre-roll-s", type=float, default=0.1, help="start each utterance this much before the SAD's start (default 0.1 s)")
     parser.add_argument("--max-utterance-s", type=float, default=30.0, help="cut utterances longer than this (default 30 s)")
@@ -60,7 +62,7 @@ def default_weights() -> Path:
 
 
 def transcribe_array(x: Any, weights: str | Path, *, sad: str = "stat", beam: int = 4, tau: float | None = 30.0, s_th: float | None = 0.5,
-                     languages: list[str] | None = None, pre_roll_s: float = 0.1, max_utterance_s: float = 30.0,
+                     languages: list[str] | None = None, lid_select: str = "mean", pre_roll_s: float = 0.1, max_utterance_s: float = 30.0,
                      threads: int = 1) -> tuple[list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
     """Transcribe float32 mono 8 kHz audio ``x``: (one dict per utterance, runner stats)."""
     import numpy as np
@@ -73,7 +75,7 @@ def transcribe_array(x: Any, weights: str | Path, *, sad: str = "stat", beam: in
 
     g = Graph("transcribe")
     src = g.add(VectorSource(samples=np.asarray(x, np.float32), rate=RATE, sizes=1600), name="src")
-    asr = RnntAsr(model=str(weights), beam=beam, tau_frames=tau, s_th=s_th, languages=languages, threads=threads,
+    asr = RnntAsr(model=str(weights), beam=beam, tau_frames=tau, s_th=s_th, languages=languages, threads=threads, lid_select=lid_select,
                   utterance_mode="tags" if sad == "stat" else "always", pre_roll_s=pre_roll_s if sad == "stat" else 0.0,
                   max_utterance_s=max_utterance_s, name="asr")  # fmt: skip
     if sad == "stat":
@@ -138,7 +140,7 @@ def run_from_args(ns: argparse.Namespace) -> int:
         try:
             audio = ss.load_audio(f)
             t0 = time.process_time()
-            utts, _ = transcribe_array(audio.x, weights, sad=ns.sad, beam=ns.beam, tau=_inf_none(ns.tau), s_th=_inf_none(ns.s_th), languages=langs,
+            utts, _ = transcribe_array(audio.x, weights, sad=ns.sad, beam=ns.beam, tau=_inf_none(ns.tau), s_th=_inf_none(ns.s_th), languages=langs, lid_select=ns.lid_select,
                                        pre_roll_s=ns.pre_roll_s, max_utterance_s=ns.max_utterance_s, threads=ns.threads)  # fmt: skip
             cpu = time.process_time() - t0
         except (StreamkitError, ValueError, OSError) as exc:

@@ -298,6 +298,63 @@ def test_selection_by_average_posterior_among_survivors():
     assert sh.select() == 1
 
 
+def test_selection_by_last_frame_posterior():
+    """lid_select="last": the survivor with the highest posterior of the latest frame, not the mean."""
+    sh = LidShutoff(3)
+    for p in ((0.8, 0.1, 0.1), (0.8, 0.1, 0.1), (0.2, 0.7, 0.1)):
+        sh.update(logp(*p))
+    assert sh.select() == sh.select("mean") == 0
+    assert sh.select("last") == 1
+    assert sh.last_posterior() == pytest.approx([0.2, 0.7, 0.1])
+    with pytest.raises(ValueError, match="rule"):
+        sh.select("median")
+    # a switched-off language is never chosen, however high its last posterior
+    sh = LidShutoff(2, tau=0, s_th=0.5)
+    for p in ((0.9, 0.1), (0.9, 0.1), (0.1, 0.9)):
+        sh.update(logp(*p))
+    assert sh.active.tolist() == [True, False] and sh.select("last") == 0
+    sh.reset()
+    assert sh.last_posterior().tolist() == [0.0, 0.0]
+
+
+def test_multidecoder_lid_select_last():
+    """The recurrent head's last-frame posterior decides with lid_select="last"; the result carries both posteriors."""
+    torch.manual_seed(9)
+    base = tiny_model("lid", seed=9)
+    cfg = RnntConfig.from_dict({**base.cfg.to_dict(), "lid_hidden": 5})
+    model = RnntModel(cfg).to(torch.float64).eval()
+    enc = encode(model, 12, 5)
+    with torch.no_grad():
+        post = model.lid_logits(enc[None])[0].softmax(-1)
+    for rule, want in (("mean", post.mean(0)), ("last", post[-1])):
+        md = MultiDecoder(model, beam=2, lid_select=rule)
+        md.reset()
+        md.advance_frames(enc)
+        r = md.result()
+        assert r.lang == int(want.argmax())
+        assert r.lid_last == pytest.approx(tuple(post[-1].tolist()), abs=1e-9)
+        assert r.lid_posterior == pytest.approx(tuple(post.mean(0).tolist()), abs=1e-9)
+    # scripted posteriors: mean and last disagree
+    model = tiny_model("lid", seed=4)
+    enc = encode(model, 3, 4)
+    script = [logp(0.8, 0.1, 0.1), logp(0.8, 0.1, 0.1), logp(0.1, 0.1, 0.8)]
+    langs = []
+    for rule in ("mean", "last"):
+        md = MultiDecoder(model, beam=2, lid_select=rule)
+        md.reset()
+        for t in range(3):
+            md.advance(enc[t], script[t])
+        langs.append(md.result().lang)
+    assert langs == [0, 2]
+    with pytest.raises(ValueError, match="lid_select"):
+        MultiDecoder(model, lid_select="first")
+    ms = tiny_model("multisoftmax", seed=4)
+    md = MultiDecoder(ms, beam=2, lid_select="last")  # no LID head: the rule is unused, the hypothesis score decides
+    md.reset()
+    md.advance_frames(encode(ms, 3, 4))
+    assert md.result().lid_last is None and md.result().lid_posterior is None
+
+
 def test_multidecoder_switched_off_decoder_freezes():
     model = tiny_model("lid", seed=4, blank_bias=-1.0)
     enc = encode(model, 8, 4)

@@ -205,6 +205,23 @@ def test_fixed_language(tmp_path):
     assert lid.lang == "ta" and lid.method == "fixed" and lid.t_avg == 1.0 and lid.switched_off == {"ta": None}
 
 
+def test_lid_select_last(tmp_path):
+    """lid_select="last": lid.result says lid-last, its confidence is the last frame's posterior; chunking invariance holds."""
+    path = make_model(tmp_path, lid_hidden=4)
+    tags = [(0, SPEECH, SpeechBoundary(True, "t")), (12000, SPEECH, SpeechBoundary(False, "t"))]
+    x = signal(2.0)
+    r = run_block(RnntAsr(model=path, lid_select="last"), x, rate=RATE, tags=tags)
+    lid = next(e.payload for e in r.events if e.kind == "lid.result")
+    assert lid.method == "lid-last" and 0.0 < lid.confidence <= 1.0
+    fin = next(e.payload for e in r.events if e.kind == "asr.final")
+    assert fin.lang == lid.lang
+    mean = run_block(RnntAsr(model=path), x, rate=RATE, tags=tags)
+    assert next(e.payload for e in mean.events if e.kind == "lid.result").method == "lid"
+    assert_chunking_invariant(lambda: RnntAsr(model=path, lid_select="last"), x, rate=RATE, sizes=("all", 240, 1111), tags=tags, check_tags=False)
+    with pytest.raises(ConfigError, match="lid_select"):
+        RnntAsr(model=path, lid_select="max")
+
+
 def test_config_errors(tmp_path):
     with pytest.raises(ConfigError):
         RnntAsr(model=str(tmp_path / "x.pt"), utterance_mode="sometimes")

@@ -55,6 +55,11 @@ def test_cli_text_and_json(tmp_path, capsys):
     objs = [json.loads(ln) for ln in capsys.readouterr().out.splitlines() if ln.strip()]
     assert len(objs) == len(lines)
     assert {"file", "start_s", "end_s", "lang", "text", "confidence", "lid", "t_avg", "words"} <= set(objs[0])
+    # --lid-select last: the same utterances (the SAD decides them), each with a language of the model
+    assert main(["transcribe", str(tmp_path), "--weights", weights, "--json", "--tau", "inf", "--s-th", "inf", "--lid-select", "last"]) == 0
+    last = [json.loads(ln) for ln in capsys.readouterr().out.splitlines() if ln.strip()]
+    assert [(o["start_s"], o["end_s"]) for o in last] == [(o["start_s"], o["end_s"]) for o in objs]
+    assert all(o["lang"] in ("en", "hi", "ta") for o in last)
 
 
 def test_cli_errors(tmp_path, capsys):
