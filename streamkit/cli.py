@@ -261,7 +261,7 @@ def cmd_mic(a: argparse.Namespace) -> int:
 
         gate = g.add(_registry_block("dsp.speech_gate", events="stat" not in dets), name="asr_sad")
         g.connect(lvl, gate)
-        g.connect(gate, g.add(_registry_block("models.rnnt_asr", model=str(_asr_weights()), tau_frames=30, s_th=0.5, pre_roll_s=0.1), name="asr"))
+        g.connect(gate, g.add(_registry_block("models.rnnt_asr", model=str(_asr_weights()), tau_frames=30, s_th=0.5, lid_select="auto", pre_roll_s=0.1), name="asr"))
     if getattr(a, "sed", False):
         from streamkit.monitor import _sed_weights
 

@@ -32,7 +32,7 @@ RATE = 8000
 FRAME_SHIFT = 240  #: samples per 30 ms stacked frame
 FRAME_SPAN = 760  #: samples covered by one stacked frame (8 x 10 ms frames of 25 ms)
 MODES = ("tags", "always")
-LID_SELECTS = ("mean", "last")  # = rnnt_search.LID_SELECTS (not imported: this module loads torch lazily)
+LID_SELECTS = ("mean", "last", "auto")  # rnnt_search.LID_SELECTS + "auto" (not imported: this module loads torch lazily)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +170,9 @@ class RnntAsr(Sink):
         languages: names of the languages to decode (None: all; one name = known language).
         lid_select (``"mean"``): the final's language among the surviving decoders, highest average
             LID posterior (``"mean"``, the paper) or highest posterior of the utterance's last frame
-            (``"last"``, for a recurrent LID head; see :mod:`streamkit.models.rnnt_search`).
+            (``"last"``, for a recurrent LID head; see :mod:`streamkit.models.rnnt_search`);
+            ``"auto"``: ``"last"`` when the model's LID head is recurrent (``lid_hidden > 0``, as
+            the shipped model's), else ``"mean"`` (what ``transcribe``, ``monitor`` and ``mic`` use).
         utterance_mode: ``"tags"`` (default): an utterance runs from a ``SpeechBoundary(start=True)``
             to the next ``start=False``; nothing is decoded in between. ``"always"``: no SAD, the
             stream is one utterance (cut every ``max_utterance_s``); speech tags are ignored.
@@ -264,6 +266,7 @@ class RnntAsr(Sink):
         cfg = model.cfg
         self._m = model
         self._symbols = symbol_tables(cfg, meta)
+        self._lid_select = self.lid_select if self.lid_select != "auto" else ("last" if cfg.has_lid and cfg.lid_hidden > 0 else "mean")
         langs = None
         if self.languages is not None:
             unknown = [x for x in self.languages if x not in cfg.languages]
@@ -277,7 +280,7 @@ class RnntAsr(Sink):
             tau=math.inf if self.tau_frames is None else self.tau_frames,
             s_th=math.inf if self.s_th is None else self.s_th,
             languages=langs,
-            lid_select=self.lid_select,
+            lid_select=self._lid_select,
         )
         self._feat = LogMelStream()
         self._dtype = model.feat_mean.dtype
@@ -485,7 +488,7 @@ class RnntAsr(Sink):
             method, conf = "tokens", float(res.confidence)
         elif len(decoded) == 1:
             method, conf = "fixed", float(res.confidence)
-        elif dec.use_lid and self.lid_select == "last":
+        elif dec.use_lid and self._lid_select == "last":
             method, conf = "lid-last", float(res.lid_last[res.lang])
         elif dec.use_lid:
             method, conf = "lid", float(res.lid_posterior[res.lang])

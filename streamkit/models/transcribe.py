@@ -8,7 +8,8 @@ search per language in lockstep, LID shutoff). One line per utterance::
     talk.wav  12.35-15.02  en  0.97  the weather is fine today
 
 or, with ``--json``, one JSON object per utterance (file, start_s, end_s, lang, text, confidence,
-LID posteriors, T_avg, words with their times). ``--sad none`` decodes each file as one stream
+mean LID posteriors, the LID rule used (``lid_method``: ``lid`` mean posterior, ``lid-last`` last
+frame's, see ``--lid-select``), T_avg, words with their times). ``--sad none`` decodes each file as one stream
 (cut every ``--max-utterance-s``) without a SAD.
 """
 
@@ -38,8 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--beam", type=int, default=4, help="beam width of each language's search (default 4; 1 = greedy)")
     parser.add_argument("--tau", type=float, default=30.0, help="LID shutoff: frames (30 ms) before a decoder may be switched off (default 30; inf = never)")
     parser.add_argument("--s-th", type=float, default=0.5, help="LID shutoff: margin of the cumulative LID log-posterior (default 0.5; inf = never)")
-    parser.add_argument("--lid-select", choices=("mean", "last"), default="mean",
-                        help="language of each utterance: highest mean LID posterior of the surviving decoders (default, the paper) or of the last frame")  # fmt: skip
+    parser.add_argument("--lid-select", choices=("auto", "mean", "last"), default="auto",
+                        help="language of each utterance among the surviving decoders: highest mean LID posterior (the paper) or last-frame posterior; "
+                             "auto (default): last for a recurrent LID head such as the shipped model's, else mean")  # fmt: skip
     parser.add_argument("--languages", default=None, help="comma-separated languages to decode (default: all of the model's)")
     parser.add_argument("--pre-roll-s", type=float, default=0.1, help="start each utterance this much before the SAD's start (default 0.1 s)")
     parser.add_argument("--max-utterance-s", type=float, default=30.0, help="cut utterances longer than this (default 30 s)")
@@ -62,7 +64,7 @@ def default_weights() -> Path:
 
 
 def transcribe_array(x: Any, weights: str | Path, *, sad: str = "stat", beam: int = 4, tau: float | None = 30.0, s_th: float | None = 0.5,
-                     languages: list[str] | None = None, lid_select: str = "mean", pre_roll_s: float = 0.1, max_utterance_s: float = 30.0,
+                     languages: list[str] | None = None, lid_select: str = "auto", pre_roll_s: float = 0.1, max_utterance_s: float = 30.0,
                      threads: int = 1) -> tuple[list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
     """Transcribe float32 mono 8 kHz audio ``x``: (one dict per utterance, runner stats)."""
     import numpy as np
@@ -99,7 +101,7 @@ def transcribe_array(x: Any, weights: str | Path, *, sad: str = "stat", beam: in
         out.append({
             "start_s": round(lo / RATE, 3), "end_s": round(hi / RATE, 3), "lang": res.lang, "text": res.text,
             "confidence": round(float(res.confidence), 4), "t_avg": round(float(res.t_avg), 3),
-            "lid": {k: round(float(v), 4) for k, v in (lid.posteriors.items() if lid else [])},
+            "lid": {k: round(float(v), 4) for k, v in (lid.posteriors.items() if lid else [])}, "lid_method": lid.method if lid else "",
             "words": [{"word": w.text, "start_s": round(w.start / RATE, 3), "end_s": round(w.end / RATE, 3)} for w in res.words],
         })  # fmt: skip
     return out, st

@@ -220,6 +220,11 @@ def test_lid_select_last(tmp_path):
     assert_chunking_invariant(lambda: RnntAsr(model=path, lid_select="last"), x, rate=RATE, sizes=("all", 240, 1111), tags=tags, check_tags=False)
     with pytest.raises(ConfigError, match="lid_select"):
         RnntAsr(model=path, lid_select="max")
+    # auto: last for a recurrent LID head, mean for the paper's linear one
+    lin = make_model(tmp_path, name="lin.pt")
+    for p, want in ((path, "lid-last"), (lin, "lid")):
+        r = run_block(RnntAsr(model=p, lid_select="auto"), x, rate=RATE, tags=tags)
+        assert next(e.payload for e in r.events if e.kind == "lid.result").method == want
 
 
 def test_config_errors(tmp_path):
