@@ -317,15 +317,21 @@ def test_selection_by_last_frame_posterior():
     assert sh.last_posterior().tolist() == [0.0, 0.0]
 
 
-def test_multidecoder_lid_select_last():
-    """The recurrent head's last-frame posterior decides with lid_select="last"; the result carries both posteriors."""
-    torch.manual_seed(9)
-    base = tiny_model("lid", seed=9)
+def recurrent_lid_case(seed: int, enc_seed: int) -> tuple[RnntModel, torch.Tensor, torch.Tensor]:
+    """A tiny lid model with a 5-unit GRU LID head, 12 encoder frames, and the head's posteriors over them."""
+    torch.manual_seed(seed)
+    base = tiny_model("lid", seed=seed)
     cfg = RnntConfig.from_dict({**base.cfg.to_dict(), "lid_hidden": 5})
     model = RnntModel(cfg).to(torch.float64).eval()
-    enc = encode(model, 12, 5)
+    enc = encode(model, 12, enc_seed)
     with torch.no_grad():
         post = model.lid_logits(enc[None])[0].softmax(-1)
+    return model, enc, post
+
+
+def test_multidecoder_lid_select_last():
+    """The recurrent head's last-frame posterior decides with lid_select="last"; the result carries both posteriors."""
+    model, enc, post = recurrent_lid_case(9, 5)
     for rule, want in (("mean", post.mean(0)), ("last", post[-1])):
         md = MultiDecoder(model, beam=2, lid_select=rule)
         md.reset()
@@ -391,13 +397,7 @@ def test_multidecoder_uses_the_lid_head():
 
 def test_multidecoder_runs_a_recurrent_lid_head_frame_by_frame():
     """With lid_hidden > 0 the decoder's LID sums equal the head over the whole utterance, and reset() restarts its state."""
-    torch.manual_seed(8)
-    base = tiny_model("lid", seed=8)
-    cfg = RnntConfig.from_dict({**base.cfg.to_dict(), "lid_hidden": 5})
-    model = RnntModel(cfg).to(torch.float64).eval()
-    enc = encode(model, 12, 3)
-    with torch.no_grad():
-        post = model.lid_logits(enc[None])[0].softmax(-1)
+    model, enc, post = recurrent_lid_case(8, 3)
     md = MultiDecoder(model, beam=2)
     for _ in range(2):  # the second utterance starts from a fresh LID state: same result
         md.reset()
