@@ -51,8 +51,9 @@ surviving decoder's with the highest average LID posterior ``mean_t P_t(l)`` (ti
 language index; ``lid_select="mean"``, the paper's rule). ``lid_select="last"`` uses the last
 frame's posterior ``P_T(l)`` instead: a recurrent LID head (``lid_hidden > 0``) has then seen the
 whole utterance, while the mean gives the early, still uninformed frames the same weight (on our
-dev and test sets the last-frame rule identifies 1-2 points more utterances; README #6). Without an LID head (``vanilla``, ``onehot``, ``multisoftmax``, ``lsp``) nothing
-is switched off and the language whose best hypothesis has the highest log-probability is chosen.
+dev and test sets the last-frame rule identifies 1-2 points more utterances; README #6).
+Without an LID head (``vanilla``, ``onehot``, ``multisoftmax``, ``lsp``) nothing is switched off
+and the language whose best hypothesis has the highest log-probability is chosen.
 
 State is explicit: the hypotheses (tokens, emission frames, score, prediction output and LSTM
 state), the LID sums and the frame counter live in the decoder objects, so frames may arrive in
