@@ -12,7 +12,11 @@ word-start symbols and a blank). ``H`` is the total per language over the three 
 offline word list (:mod:`streamkit.data.wordlists`: Debian hunspell/aspell dictionaries, filtered to
 the language's script, so LID accuracy can be scored as script match). The label ``text`` is the
 words separated by single spaces (en lower-case, every text NFC); espeak-ng reads it with a final
-full stop (``tts_text``).
+full stop (``tts_text``). ``--words N`` closes the vocabulary: sentences are drawn from a fixed,
+seeded subset of N words per language (:func:`word_subset`, written to ``vocab/<lang>.words.txt``),
+the same for every split, so test words were seen in training and WER measures recognition rather
+than the spelling of unseen dictionary words (a hunspell list has tens of thousands of words, so
+without it nearly every test word is new to a small model).
 
 **Speech.** :func:`streamkit.data.tts.synthesize` (espeak-ng, 8 kHz). A speaker is an espeak-ng
 language voice plus a variant (:data:`ASR_VARIANTS`, 77 of espeak-ng's 101 variants: the
@@ -280,7 +284,7 @@ def _make_utt(task: dict[str, Any]) -> dict[str, Any]:
     pitch = int(rng.integers(PITCH[0], PITCH[1] + 1))
     peak_db = float(rng.uniform(*PEAK_DB))
     pre, post = (int(round(rng.uniform(*PAD_S) * RATE)) for _ in range(2))
-    ws = wordlists.words(lang)
+    ws = task["words"] if task.get("words") else wordlists.words(lang)
     n_words = int(rng.integers(WORDS_PER_UTT[0], WORDS_PER_UTT[1] + 1))
     text = " ".join(ws[int(i)] for i in rng.integers(0, len(ws), n_words))
     tts_text = text + "."
@@ -374,8 +378,12 @@ def generate(
     augment_prob: float = DEFAULT_AUGMENT_PROB,
     jobs: int = 1,
     progress: Any = None,
+    words: int | None = None,
 ) -> dict[str, Any]:
     """Write the corpus under ``out_dir``; returns (and writes) the manifest.
+
+    ``words``: closed vocabulary, every sentence drawn from a fixed subset of that many words per
+    language (:func:`word_subset`, the same for all splits); None draws from the whole word list.
 
     Every (language, split) with a positive fraction gets utterances until its share of the
     language's hours is reached (at least one). ``progress(done_utts, audio_s, wall_s)`` is called
@@ -394,9 +402,12 @@ def generate(
         raise ValueError(f"augment probability must be in [0, 1], got {augment_prob}")
     if len(splits) != len(SPLITS) or any(not math.isfinite(f) or f < 0 for f in splits) or splits[0] <= 0:
         raise ValueError(f"splits must be {len(SPLITS)} non-negative fractions with train > 0, got {list(splits)}")
+    if words is not None and words < 1:
+        raise ValueError(f"words must be >= 1, got {words}")
     require_espeak()
     for lang in hours:
         wordlists.words(lang)  # fail early, with the apt-get hint, if a dictionary is missing
+    subsets = {lang: word_subset(lang, words, seed) for lang in hours} if words is not None else {}
     out = Path(out_dir)
     t0 = time.perf_counter()
 
@@ -419,7 +430,7 @@ def generate(
     def task(s: dict[str, Any], i: int) -> dict[str, Any]:
         return {"seed": int(seed), "lang": s["lang"], "lang_idx": s["lang_idx"], "split": s["split"], "split_idx": s["split_idx"],
                 "index": i, "id": f"{s['lang']}_{s['split']}_{i:06d}", "voices": s["voices"], "out": str(out), "augment": augment,
-                "severity": float(severity), "augment_prob": float(augment_prob)}  # fmt: skip
+                "severity": float(severity), "augment_prob": float(augment_prob), "words": subsets.get(s["lang"])}  # fmt: skip
 
     pool = None
     if jobs > 1:
@@ -462,6 +473,8 @@ def generate(
     vocabs = {lang: build_vocab(lang) for lang in hours}
     for lang, v in vocabs.items():
         v.save(out / "vocab" / f"{lang}.json")
+    for lang, ws in subsets.items():
+        (out / "vocab" / f"{lang}.words.txt").write_text("\n".join(ws) + "\n", encoding="utf-8")
     counts: dict[str, dict[str, dict[str, Any]]] = {}
     for name in SPLITS:
         recs = [r for s in streams if s["split"] == name for r in s["records"]]
@@ -483,6 +496,8 @@ def generate(
         cmd += f" --severity {severity:g} --augment-prob {augment_prob:g}"
     if tuple(splits) != (0.8, 0.1, 0.1):
         cmd += " --splits " + " ".join(f"{f:g}" for f in splits)
+    if words is not None:
+        cmd += f" --words {words}"
     manifest = {
         "format": FORMAT,
         "command": cmd,
@@ -495,6 +510,9 @@ def generate(
         "augment_prob": augment_prob if augment == "hf" else None,
         "espeak_ng": espeak_version(),
         "text_sources": {lang: wordlists.source_info(lang) for lang in hours},
+        "words_per_language": (
+            None if words is None else {lang: {"words": len(ws), "path": f"vocab/{lang}.words.txt"} for lang, ws in subsets.items()}
+        ),
         "speakers": voice_sets,
         "vocab": {
             lang: {"path": f"vocab/{lang}.json", "size": len(v), "graphemes": len(v.graphemes), "symbols": list(v.symbols)}
@@ -510,6 +528,17 @@ def generate(
     }
     (out / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
     return manifest
+
+
+def word_subset(lang: str, n: int, seed: int = 0) -> tuple[str, ...]:
+    """The closed vocabulary of ``--words n``: ``n`` distinct words of ``lang``'s word list (all of
+    them if it has fewer), a seeded uniform sample in word-list order. Depends on the seed, the
+    language and the dictionary version only."""
+    ws = wordlists.words(lang)
+    if n >= len(ws):
+        return tuple(ws)
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), LANGS.index(lang), 7919]))
+    return tuple(ws[int(i)] for i in np.sort(rng.choice(len(ws), size=n, replace=False)))
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -558,6 +587,10 @@ def add_asr_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
                         help=f"fraction of utterances through the channel with --augment hf (default {DEFAULT_AUGMENT_PROB})")  # fmt: skip
     parser.add_argument("--splits", type=float, nargs=3, default=(0.8, 0.1, 0.1), metavar=("TRAIN", "DEV", "TEST"),
                         help="split fractions of each language's hours and speakers (default 0.8 0.1 0.1)")  # fmt: skip
+    parser.add_argument("--words", type=int, default=None, metavar="N",
+                        help="closed vocabulary: draw every sentence from a fixed, seeded subset of N words per language, "
+                             "the same for train/dev/test, so WER measures recognition of words seen in training "
+                             "(default: the whole word list, nearly every test word unseen)")  # fmt: skip
     return parser
 
 
@@ -575,7 +608,7 @@ def run_from_args(ns: argparse.Namespace) -> int:
         if ns.jobs < 1:
             raise ValueError(f"--jobs must be >= 1, got {ns.jobs}")
         man = generate(ns.out, ns.hours_per_language, ns.seed, splits=tuple(ns.splits), augment=ns.augment, severity=ns.severity,
-                       augment_prob=ns.augment_prob, jobs=ns.jobs, progress=progress)  # fmt: skip
+                       augment_prob=ns.augment_prob, jobs=ns.jobs, progress=progress, words=ns.words)  # fmt: skip
     except (ValueError, EspeakMissingError, wordlists.WordListMissingError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

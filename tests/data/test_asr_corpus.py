@@ -206,3 +206,36 @@ def test_cli_wiring(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     table = capsys.readouterr().out
     assert "vocab size" in table and "train hours" in table and "gu" in table
     assert ac.read_jsonl(tmp_path / "z" / "test.jsonl")[0]["lang"] == "gu"
+
+
+def test_word_subset_seeded_distinct_in_list_order() -> None:
+    ws = wordlists.words("hi")
+    a = ac.word_subset("hi", 50, seed=3)
+    assert a == ac.word_subset("hi", 50, seed=3)
+    assert len(a) == len(set(a)) == 50 and set(a) <= set(ws)
+    pos = [ws.index(w) for w in a]
+    assert pos == sorted(pos)
+    assert a != ac.word_subset("hi", 50, seed=4)
+    assert ac.word_subset("ta", len(wordlists.words("ta")) + 10) == tuple(wordlists.words("ta"))
+
+
+def test_closed_vocabulary_every_split_from_the_subset(tmp_path: Path) -> None:
+    out = tmp_path / "w"
+    man = ac.generate(out, {"en": 12 / 3600, "gu": 12 / 3600}, seed=2, augment="none", words=6)
+    assert man["command"].endswith("--words 6")
+    for lang in ("en", "gu"):
+        info = man["words_per_language"][lang]
+        subset = (out / info["path"]).read_text(encoding="utf-8").split()
+        assert info["words"] == 6 and tuple(subset) == ac.word_subset(lang, 6, seed=2)
+        used = {w for s in ac.SPLITS for r in ac.read_jsonl(out / f"{s}.jsonl") if r["lang"] == lang for w in r["text"].split()}
+        assert used and used <= set(subset)
+    # the vocabulary still comes from the whole word list: models trained on either corpus are compatible
+    assert json.loads((out / "vocab" / "en.json").read_text())["symbols"] == list(ac.build_vocab("en").symbols)
+    assert ac.generate(tmp_path / "open", {"gu": 4 / 3600}, seed=2, augment="none")["words_per_language"] is None
+
+
+def test_cli_rejects_words_below_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert ac.run_from_args(_ns(out=tmp_path / "x", hours_per_language="en=1", words=0)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "words must be >= 1, got 0" in err
+    assert not (tmp_path / "x").exists()
