@@ -161,18 +161,34 @@ def orthogonality_penalty(w1: torch.Tensor, w2: torch.Tensor, reduction: str = "
     raise ValueError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
 
 
-def pseudo_labels(p1: torch.Tensor, p2: torch.Tensor, threshold: float = PSEUDO_THRESHOLD) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(labels, mask)``: 1 where both > threshold, 0 where both < 1 - threshold; mask where either holds."""
-    if not 0.5 <= threshold < 1.0:
-        raise ValueError(f"threshold must be in [0.5, 1), got {threshold}")
+def pseudo_labels(
+    p1: torch.Tensor, p2: torch.Tensor, threshold: float = PSEUDO_THRESHOLD, *, negative: float | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(labels, mask)``: 1 where both > ``threshold``, 0 where both < ``negative``; mask where either holds.
+
+    ``negative`` defaults to ``1 - threshold``: the paper's symmetric rule, which at 0.5 labels every
+    frame where F1 and F2 agree. A lower ``negative`` leaves the frames where both are unsure
+    unlabelled instead of calling them negatives; a ``threshold`` below 0.5 needs an explicit
+    ``negative``. Requires ``0 < negative <= threshold < 1``.
+    """
+    neg = 1.0 - threshold if negative is None else float(negative)
+    if not 0.0 < threshold < 1.0:
+        raise ValueError(f"threshold must be in (0, 1), got {threshold}")
+    if not 0.0 < neg <= threshold:
+        raise ValueError(f"negative threshold must be in (0, threshold={threshold}], got {neg}")
     pos = (p1 > threshold) & (p2 > threshold)
-    neg = (p1 < 1.0 - threshold) & (p2 < 1.0 - threshold)
-    return pos.to(p1.dtype), (pos | neg).to(p1.dtype)
+    negm = (p1 < neg) & (p2 < neg)
+    return pos.to(p1.dtype), (pos | negm).to(p1.dtype)
 
 
 @torch.no_grad()
 def pseudo_label_batch(
-    model: SedModel, x: torch.Tensor, *, clip_tags: torch.Tensor | None = None, threshold: float = PSEUDO_THRESHOLD
+    model: SedModel,
+    x: torch.Tensor,
+    *,
+    clip_tags: torch.Tensor | None = None,
+    threshold: float = PSEUDO_THRESHOLD,
+    negative: float | None = None,
 ) -> dict[str, torch.Tensor]:
     """Algorithm 1's ``Pseudo-labeling(F, F1, F2, X)`` for one batch (eval mode, no gradients).
 
@@ -186,8 +202,8 @@ def pseudo_label_batch(
         out = model(x, heads=("f1", "f2"))
     finally:
         model.train(was)
-    frame, frame_mask = pseudo_labels(out["f1"]["frame"], out["f2"]["frame"], threshold)
-    clip, clip_mask = pseudo_labels(out["f1"]["clip"], out["f2"]["clip"], threshold)
+    frame, frame_mask = pseudo_labels(out["f1"]["frame"], out["f2"]["frame"], threshold, negative=negative)
+    clip, clip_mask = pseudo_labels(out["f1"]["clip"], out["f2"]["clip"], threshold, negative=negative)
     if clip_tags is not None:
         tags = clip_tags.to(frame.dtype)
         absent = (tags < 0.5)[:, None, :].expand_as(frame)

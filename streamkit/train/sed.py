@@ -42,7 +42,11 @@ pseudo-label stage adds; compare it with a baseline given the same total steps
   Ft (+ D) on S and W with the orthogonality regulariser (eq. 8, lambda 1); then F1 and F2
   pseudo-label W and U once (frames and classes where both are > 0.5 or both < 0.5; W keeps its
   tags as clip targets and frames of absent classes are negatives); the ``--tri-epochs`` epochs train
-  F, Ft (+ D) on S, W with its pseudo-labels and U with its pseudo-labels.
+  F, Ft (+ D) on S, W with its pseudo-labels and U with its pseudo-labels. ``--pseudo-threshold P``
+  and ``--pseudo-negative N`` change the rule to positive where both are > P, negative where both
+  are < N, the rest unlabelled (not in the paper; the defaults are its rule). They enter the
+  checkpoint when the labels are made, so one labeler-stage checkpoint (``--max-steps`` at the
+  switch, copied per branch) can be resumed into final stages with different thresholds.
 * ``adv-*+tri``: tri-training with D trained in both stages.
 
 Adam, lr 1e-3, betas (0.9, 0.999) (paper §4.2).
@@ -276,6 +280,17 @@ class TrainOptions:
     max_steps: int | None = None  #: stop (checkpoint, no weights) after this many steps: for tests and interrupted runs
     val_limit: int | None = None
     psds: bool = True
+    pseudo_threshold: float = 0.5  #: tri-training: positive where F1 and F2 are both above (paper: 0.5)
+    pseudo_negative: float | None = None  #: tri-training: negative where both are below (None: 1 - pseudo_threshold, the paper)
+
+    def pseudo_rule(self) -> dict[str, float]:
+        """The pseudo-label thresholds (validated): ``{"positive": .., "negative": ..}``."""
+        neg = 1.0 - self.pseudo_threshold if self.pseudo_negative is None else float(self.pseudo_negative)
+        if not 0.0 < self.pseudo_threshold < 1.0:
+            raise ValueError(f"--pseudo-threshold must be in (0, 1), got {self.pseudo_threshold}")
+        if not 0.0 < neg <= self.pseudo_threshold:
+            raise ValueError(f"--pseudo-negative must be in (0, --pseudo-threshold {self.pseudo_threshold:g}], got {neg:g}")
+        return {"positive": float(self.pseudo_threshold), "negative": round(neg, 6)}
 
     def fingerprint(self) -> dict[str, Any]:
         """What a resumed run must share with the checkpoint."""
@@ -446,13 +461,16 @@ class _Data:
         return mean, np.sqrt(np.maximum(s2 / n - mean**2, 1e-10))
 
 
-def _pseudo_label_all(model: SedModel, feats: np.ndarray, tags: np.ndarray | None, batch: int = 32) -> tuple[np.ndarray, np.ndarray]:
+def _pseudo_label_all(
+    model: SedModel, feats: np.ndarray, tags: np.ndarray | None, batch: int = 32, rule: dict[str, float] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """int8 frame (N, T', K) and clip (N, K) pseudo-labels: 1, 0 or -1 (no label)."""
+    rule = rule or {"positive": 0.5, "negative": 0.5}
     frames, clips = [], []
     for i in range(0, feats.shape[0], batch):
         x = torch.from_numpy(np.asarray(feats[i : i + batch], dtype=np.float32))
         ct = None if tags is None else torch.from_numpy(tags[i : i + batch])
-        pl = pseudo_label_batch(model, x, clip_tags=ct)
+        pl = pseudo_label_batch(model, x, clip_tags=ct, threshold=rule["positive"], negative=rule["negative"])
         frames.append(torch.where(pl["frame_mask"] > 0, pl["frame"], torch.full_like(pl["frame"], -1)).to(torch.int8).numpy())
         clips.append(torch.where(pl["clip_mask"] > 0, pl["clip"], torch.full_like(pl["clip"], -1)).to(torch.int8).numpy())
     return np.concatenate(frames), np.concatenate(clips)
@@ -483,6 +501,7 @@ def train(
         raise ValueError(f"--batch-size must be >= 1, got {opts.batch}")
     if tri and opts.final_epochs() < 1:
         raise ValueError(f"--tri-epochs must be >= 1, got {opts.tri_epochs}")
+    rule = opts.pseudo_rule() if tri else None
     out = Path(out)
     ckpt_p = Path(ckpt) if ckpt is not None else out.with_name(out.stem + ".ckpt")
     torch.set_num_threads(int(opts.threads))
@@ -513,6 +532,10 @@ def train(
         if ck["fingerprint"] != fp:
             diff = {k: (fp.get(k), ck["fingerprint"].get(k)) for k in fp if fp.get(k) != ck["fingerprint"].get(k)}
             raise ValueError(f"{ckpt_p}: checkpoint of another run (this run, checkpoint): {diff}; drop --resume or use another --ckpt")
+        made = ck["state"].get("pseudo_rule", {"positive": 0.5, "negative": 0.5}) if ck["state"].get("pseudo") is not None else None
+        if made is not None and made != rule:
+            raise ValueError(f"{ckpt_p}: its pseudo-labels were made with thresholds {made}, this run asks for {rule}; "
+                             "resume with those (or from a checkpoint before the switch)")  # fmt: skip
         model.load_state_dict(ck["model"])
         optim.load_state_dict(ck["optim"])
         torch.set_rng_state(ck["torch_rng"])
@@ -584,9 +607,10 @@ def train(
             stage = stage_at(step)
             if tri and stage == "final" and st["pseudo"] is None:
                 t0 = time.monotonic()
-                wf, wc = _pseudo_label_all(model, data.W, data.w_clip)
-                uf, uc = _pseudo_label_all(model, data.U, None) if data.U is not None else (None, None)
+                wf, wc = _pseudo_label_all(model, data.W, data.w_clip, rule=rule)
+                uf, uc = _pseudo_label_all(model, data.U, None, rule=rule) if data.U is not None else (None, None)
                 st["pseudo"] = {"w_frame": wf, "u_frame": uf, "u_clip": uc}
+                st["pseudo_rule"] = rule
                 cov = lambda a: float((a >= 0).mean()) if a is not None else None  # noqa: E731
                 pos = lambda a: float((a == 1).mean()) if a is not None else None  # noqa: E731
                 st["pseudo_stats"] = {"w_frame_labelled": cov(wf), "w_frame_positive": pos(wf), "u_frame_labelled": cov(uf),
@@ -732,7 +756,8 @@ def finalize(ckpt: Path, out: Path, corpus: SedCorpus, *, opts: TrainOptions, qu
             "grl_schedule": opts.grl_schedule if adv else None,
             "tri_epochs": opts.final_epochs() if tri else None,
             "orth_lambda": 1.0 if tri else None,
-            "pseudo_threshold": 0.5 if tri else None,
+            "pseudo_threshold": opts.pseudo_rule()["positive"] if tri else None,
+            "pseudo_negative": opts.pseudo_rule()["negative"] if tri else None,
             "pseudo_stats": st.get("pseudo_stats"),
             "selection": "best validation event-based macro F1 at epoch ends" + (" of the final (pseudo-label) stage" if tri else ""),
             "best_epoch": st.get("best_epoch"),
@@ -791,6 +816,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--tri-epochs", type=int, default=None,
                         help="tri-training: epochs of the final (pseudo-label) stage, run after the --epochs labeler stage "
                         "(default: as many as --epochs, Algorithm 1's two loops of `iter`)")
+    parser.add_argument("--pseudo-threshold", type=float, default=d.pseudo_threshold,
+                        help=f"tri-training: a frame/clip is a pseudo-positive where F1 and F2 are both above this (default {d.pseudo_threshold:g}, the paper)")
+    parser.add_argument("--pseudo-negative", type=float, default=None,
+                        help="tri-training: a pseudo-negative where both are below this (default 1 - --pseudo-threshold, the paper); lower "
+                        "leaves unsure frames unlabelled. Not part of the checkpoint fingerprint until the labels are made, so final "
+                        "stages with other thresholds can branch from one labeler-stage checkpoint (--max-steps at the switch)")
     parser.add_argument("--grl-schedule", choices=("ganin", "const"), default=d.grl_schedule, help="GRL factor schedule (default ganin)")
     parser.add_argument("--synthetic-holdout", type=int, default=d.synthetic_holdout,
                         help=f"last synthetic clips kept out of training as the synthetic-domain test set (default {d.synthetic_holdout})")
@@ -828,7 +859,8 @@ def run_from_args(a: argparse.Namespace) -> int:
         cfg = config_from_args(a)
         opts = TrainOptions(method=a.method, epochs=a.epochs, minutes=a.minutes, seed=a.seed, batch=a.batch_size, lr=a.lr, threads=a.threads,
                             tri_epochs=a.tri_epochs, grl_schedule=a.grl_schedule, synthetic_holdout=a.synthetic_holdout, median_s=a.median_s,
-                            threshold=a.threshold, ckpt_minutes=a.ckpt_minutes, max_steps=a.max_steps, psds=not a.no_psds)  # fmt: skip
+                            threshold=a.threshold, ckpt_minutes=a.ckpt_minutes, max_steps=a.max_steps, psds=not a.no_psds,
+                            pseudo_threshold=a.pseudo_threshold, pseudo_negative=a.pseudo_negative)  # fmt: skip
         res = train(a.corpus, a.out, opts, cfg=cfg, resume=a.resume, ckpt=a.ckpt, cache=a.cache, quiet=a.quiet)
     except (CorpusError, ValueError, OSError) as e:
         print(f"error: {e}".replace("\n", " "), file=sys.stderr)

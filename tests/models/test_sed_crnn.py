@@ -204,7 +204,23 @@ def test_pseudo_label_selection() -> None:
     y, m = pseudo_labels(p1, p2, threshold=0.75)
     assert m.tolist() == [1, 0, 1, 0, 0, 0, 0, 0] and y.tolist()[:3] == [1, 0, 0]
     with pytest.raises(ValueError):
-        pseudo_labels(p1, p2, threshold=0.3)
+        pseudo_labels(p1, p2, threshold=0.3)  # the default negative (0.7) is above it
+
+
+def test_pseudo_label_asymmetric_thresholds() -> None:
+    p1 = torch.tensor([0.9, 0.35, 0.25, 0.15, 0.05, 0.35, 0.05])
+    p2 = torch.tensor([0.8, 0.40, 0.35, 0.05, 0.02, 0.05, 0.35])
+    y, m = pseudo_labels(p1, p2, threshold=0.3, negative=0.1)
+    assert m.tolist() == [1, 1, 0, 0, 1, 0, 0]  # unsure frames (both < 0.3 but not both < 0.1) stay unlabelled
+    assert (y * m).tolist() == [1, 1, 0, 0, 0, 0, 0]
+    y, m = pseudo_labels(p1, p2, threshold=0.3, negative=0.3)
+    assert m.tolist() == [1, 1, 0, 1, 1, 0, 0] and y.tolist() == [1, 1, 0, 0, 0, 0, 0]
+    y5, m5 = pseudo_labels(p1, p2)
+    y5b, m5b = pseudo_labels(p1, p2, threshold=0.5, negative=0.5)
+    assert torch.equal(y5, y5b) and torch.equal(m5, m5b)
+    for bad in ({"threshold": 0.3, "negative": 0.4}, {"threshold": 0.5, "negative": 0.0}, {"threshold": 1.0, "negative": 0.5}):
+        with pytest.raises(ValueError):
+            pseudo_labels(p1, p2, **bad)
 
 
 def test_pseudo_label_batch_and_merge() -> None:

@@ -144,6 +144,33 @@ def test_resume_equals_uninterrupted(corpus, tmp_path):
         train(corpus, tmp_path / "b" / "m.pt", _opts(method="adv-time+tri", epochs=5), cfg=_tiny(), quiet=True, resume=True)
 
 
+def test_pseudo_thresholds_branch_from_a_labeler_checkpoint(corpus, tmp_path):
+    """--pseudo-threshold/--pseudo-negative enter the checkpoint only when the labels are made."""
+    import shutil
+
+    from streamkit.train.sed import train
+
+    opts = dict(method="tri", epochs=2, tri_epochs=1)  # 4 steps an epoch, pseudo-labels at step 8
+    stop = train(corpus, tmp_path / "s" / "m.pt", _opts(**opts, max_steps=8), cfg=_tiny(), quiet=True)
+    assert not stop["finished"] and stop["state"]["pseudo_stats"] is None
+    (tmp_path / "p").mkdir()
+    shutil.copy(tmp_path / "s" / "m.ckpt", tmp_path / "p" / "m.ckpt")
+    a = train(corpus, tmp_path / "s" / "m.pt", _opts(**opts), cfg=_tiny(), quiet=True, resume=True)
+    b = train(corpus, tmp_path / "p" / "m.pt", _opts(**opts, pseudo_threshold=0.2, pseudo_negative=0.05), cfg=_tiny(), quiet=True, resume=True)
+    sa, sb = a["state"]["pseudo_stats"], b["state"]["pseudo_stats"]
+    assert sb["u_frame_positive"] >= sa["u_frame_positive"] and sb["u_clip_positive"] >= sa["u_clip_positive"]
+    assert sb["u_frame_positive"] > sa["u_frame_positive"]  # the tiny model's frame probabilities lie between 0.2 and 0.5
+    card = json.loads((tmp_path / "p" / "m.json").read_text())
+    assert card["training"]["pseudo_threshold"] == 0.2 and card["training"]["pseudo_negative"] == 0.05
+    assert json.loads((tmp_path / "s" / "m.json").read_text())["training"]["pseudo_negative"] == 0.5
+    # once made, the labels' thresholds are part of the run
+    with pytest.raises(ValueError, match="pseudo-labels were made with thresholds"):
+        train(corpus, tmp_path / "p" / "m.pt", _opts(**opts), cfg=_tiny(), quiet=True, resume=True)
+    for bad in (dict(pseudo_threshold=0.3), dict(pseudo_threshold=0.5, pseudo_negative=0.6), dict(pseudo_threshold=1.0)):
+        with pytest.raises(ValueError, match="--pseudo-"):
+            train(corpus, tmp_path / "x.pt", _opts(**opts, **bad), cfg=_tiny(), quiet=True)
+
+
 def test_tri_training_runs_both_stages_of_algorithm_1(corpus, tmp_path):
     """Labeler stage for --epochs, then --tri-epochs (default: as many) of the final stage."""
     from streamkit.train.sed import TrainOptions, train
