@@ -1,0 +1,140 @@
+"""Quality of the tri-training pseudo-labels by threshold rule, on the strongly labelled validation set.
+
+Usage::
+
+    streamkit train sed --corpus DIR --method adv-time+tri --out L/sed.pt --epochs 10 --tri-epochs 5 \\
+        --grl-scale 0.1 --threads 1 --max-steps 3000          # stops at the switch: L/sed.ckpt
+    .venv/bin/python benchmarks/sed_pseudo_labels.py --corpus DIR --ckpt L/sed.ckpt
+
+The labelers F1 and F2 of a training checkpoint (normally one stopped at the switch to the final
+stage, so they are the ones that make the labels) label the validation clips, which have strong
+labels; so the rules' labels can be compared with the truth, as they cannot on the weak and
+unlabelled clips they are made for. For each rule (``--pseudo-threshold`` P, ``--pseudo-negative``
+N of ``streamkit train sed``: positive where both labelers are > P, negative where both are < N)
+it reports, over all frames and classes: the share labelled positive, the positives' precision, the
+recall of the true event frames, the share of true event frames labelled *negative* (what teaches
+the final classifier to miss events), and the labelled share. ``gated`` applies what training does on
+the weak clips (frames of classes absent from the clip's tags are negatives; here the tags come from
+the strong labels); ungated is the unlabelled clips' case. Per-class recall and event-to-negative
+rates are listed for the paper's rule and the most permissive one.
+
+Writes ``benchmarks/results/sed_pseudo_labels.json`` (``--out``); no absolute paths.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from streamkit.cli import machine_info  # noqa: E402
+from streamkit.models.sed_crnn import SedConfig, SedModel, events_to_frames  # noqa: E402
+from streamkit.train.sed import SedCorpus, predict_frames  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+RULES = ((0.5, 0.5), (0.5, 0.1), (0.4, 0.2), (0.3, 0.3), (0.3, 0.1), (0.2, 0.1))
+
+
+def rule_stats(p1: np.ndarray, p2: np.ndarray, y: np.ndarray, pos: float, neg: float, gated: bool) -> dict[str, Any]:
+    """Pseudo-labels of one rule against the truth ``y`` (N, T, K) bool."""
+    positive = (p1 > pos) & (p2 > pos)
+    negative = (p1 < neg) & (p2 < neg)
+    if gated:
+        absent = ~y.any(axis=1, keepdims=True)  # the clip's tags, broadcast over frames
+        positive &= ~absent
+        negative |= absent
+    n_true = max(int(y.sum()), 1)
+    per_k = y.sum(axis=(0, 1)).clip(min=1)
+    return {
+        "positive_share": round(float(positive.mean()), 4),
+        "precision": round(float((positive & y).sum() / max(int(positive.sum()), 1)), 4),
+        "recall": round(float((positive & y).sum() / n_true), 4),
+        "events_to_negative": round(float((negative & y).sum() / n_true), 4),
+        "labelled_share": round(float((positive | negative).mean()), 4),
+        "recall_per_class": ((positive & y).sum(axis=(0, 1)) / per_k).round(4).tolist(),
+        "events_to_negative_per_class": ((negative & y).sum(axis=(0, 1)) / per_k).round(4).tolist(),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--corpus", required=True, type=Path, help="a `streamkit corpus sed` directory")
+    ap.add_argument("--ckpt", required=True, type=Path, help="a `streamkit train sed` checkpoint of a tri-training method")
+    ap.add_argument("--out", type=Path, default=RESULTS / "sed_pseudo_labels.json")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    try:
+        ck = torch.load(a.ckpt, map_location="cpu", weights_only=False)
+    except Exception as e:  # noqa: BLE001
+        raise SystemExit(f"{a.ckpt}: not readable as a checkpoint: {type(e).__name__}: {e}") from None
+    if not isinstance(ck, dict) or "fingerprint" not in ck or "model" not in ck:
+        raise SystemExit(f"{a.ckpt}: not a `streamkit train sed` checkpoint")
+    fp = ck["fingerprint"]
+    if "tri" not in fp["method"]:
+        raise SystemExit(f"{a.ckpt}: method {fp['method']!r} has no labelers")
+    cfg = SedConfig.from_dict(fp["config"])
+    model = SedModel(cfg)
+    model.load_state_dict(ck["model"])
+    model.eval()
+    corpus = SedCorpus(a.corpus)
+    files = corpus.files["validation"]
+    feats = corpus.features("validation", cfg, progress=False)
+    p1, p2 = predict_frames(model, feats, head="f1"), predict_frames(model, feats, head="f2")
+    t_out = p1.shape[1]
+    y = np.stack(
+        [events_to_frames([(e.event_label, e.onset, e.offset) for e in corpus.strong["validation"][f]], t_out, cfg).numpy() for f in files]
+    ).astype(bool)
+    rows = []
+    for gated in (False, True):
+        for pos, neg in RULES:
+            rows.append({"gated": gated, "threshold": pos, "negative": neg, **rule_stats(p1, p2, y, pos, neg, gated)})
+    step = ck["state"]["step"]
+    hist = ck["state"].get("history") or []
+    labeler_f1 = [h["val_event_f1"] for h in hist if h.get("stage") == "labelers"]
+    print(f"\npseudo-labels of the labelers at step {step} ({fp['method']}, seed {fp['seed']}) on {len(files)} validation clips; "
+          f"true event frames {y.mean() * 100:.2f} % of frames x classes\n")  # fmt: skip
+    print("| rule (positive > P, negative < N) | gated | positive % | precision | recall | events → negative | labelled % |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        print(f"| P {r['threshold']:g}, N {r['negative']:g} | {'yes' if r['gated'] else 'no'} | {100 * r['positive_share']:.2f} | "
+              f"{r['precision']:.3f} | {r['recall']:.3f} | {r['events_to_negative']:.3f} | {100 * r['labelled_share']:.1f} |")  # fmt: skip
+    print("\nper class (ungated): recall / events → negative")
+    for k, c in enumerate(cfg.classes):
+        a5 = next(r for r in rows if not r["gated"] and r["threshold"] == 0.5 and r["negative"] == 0.5)
+        a2 = next(r for r in rows if not r["gated"] and r["threshold"] == 0.2 and r["negative"] == 0.1)
+        print(f"  {c:28} P 0.5, N 0.5: {a5['recall_per_class'][k]:.3f} / {a5['events_to_negative_per_class'][k]:.3f}   "
+              f"P 0.2, N 0.1: {a2['recall_per_class'][k]:.3f} / {a2['events_to_negative_per_class'][k]:.3f}")  # fmt: skip
+    out = {
+        "benchmark": "sed_pseudo_labels",
+        "checkpoint_step": step,
+        "method": fp["method"],
+        "seed": fp["seed"],
+        "labeler_stage_val_event_f1": labeler_f1,
+        "corpus_command": corpus.corpus_command(),
+        "validation_clips": len(files),
+        "true_event_share": round(float(y.mean()), 4),
+        "classes": list(cfg.classes),
+        "rows": rows,
+        "machine": machine_info(),
+        "command": "python benchmarks/sed_pseudo_labels.py --corpus CORPUS --ckpt sed.ckpt",
+    }
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    print(f"\nwrote {a.out.relative_to(ROOT) if a.out.resolve().is_relative_to(ROOT) else a.out.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
