@@ -99,9 +99,17 @@ def evaluate_model(method: str, path: Path, corpus: Any, *, median_s: float | No
     row["gap_segment_f1"] = round(row["synthetic"]["segment_f1"] - row["real"]["segment_f1"], 2)
     row["score_s"] = round(time.monotonic() - t0, 1)
     row["training"] = {k: tr.get(k) for k in ("epochs", "steps", "batch_per_subset", "seed", "wall_time_s", "best_epoch", "best_val_event_f1",
-                                             "synthetic_holdout", "pseudo_stats", "grl_schedule", "corpus_command", "runs", "tri_epochs")}  # fmt: skip
+                                             "synthetic_holdout", "pseudo_stats", "grl_schedule", "corpus_command", "runs", "tri_epochs",
+                                             "pseudo_threshold", "pseudo_negative")}  # fmt: skip
     row["validation"] = {k: card.get("metrics", {}).get("validation", {}).get(k) for k in ("event_f1", "segment_f1", "psds1")}
     return row
+
+
+def _pseudo_rule(row: dict[str, Any]) -> tuple[float, float]:
+    """(positive, negative) pseudo-label thresholds of a row's model (cards before the option: the paper's 0.5 rule)."""
+    tr = row["training"]
+    pos = 0.5 if tr.get("pseudo_threshold") is None else float(tr["pseudo_threshold"])
+    return pos, round(1.0 - pos if tr.get("pseudo_negative") is None else float(tr["pseudo_negative"]), 6)
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -191,7 +199,10 @@ def main(argv: list[str] | None = None) -> int:
                 summary["target_equal_steps"] = {"what": f"Adv.time+Tri against a baseline trained for the same {steps} steps ({peers[0]['name']})",
                                                  "gain": g, "met": bool(g >= TARGET_GAIN)}  # fmt: skip
                 # several seeds (extra rows of the same method and steps, e.g. "adv-time+tri@seed 1"): compare the means
-                tri = [by["adv-time+tri"]] + [r for r in extra if r["method"] == "adv-time+tri" and r["training"].get("steps") == steps]
+                # (only rows of the same recipe: a row with other pseudo-label thresholds is a variant, not another seed)
+                rule = _pseudo_rule(by["adv-time+tri"])
+                tri = [by["adv-time+tri"]] + [r for r in extra if r["method"] == "adv-time+tri" and r["training"].get("steps") == steps
+                                              and _pseudo_rule(r) == rule]  # fmt: skip
                 if len(tri) > 1 or len(peers) > 1:
                     mt = sum(r["real"]["event_f1"] for r in tri) / len(tri)
                     mb = sum(r["real"]["event_f1"] for r in peers) / len(peers)
