@@ -46,7 +46,7 @@ import torch  # noqa: E402
 from streamkit.cli import machine_info  # noqa: E402
 from streamkit.models.rnnt import load_model  # noqa: E402
 from streamkit.models.rnnt_search import MultiDecoder  # noqa: E402
-from streamkit.train.rnnt import AsrCorpus, compute_logmel, stacked  # noqa: E402
+from streamkit.train.rnnt import AsrCorpus, _spread, compute_logmel, stacked  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 SHIPPED = ROOT / "streamkit" / "models" / "weights" / "rnnt_lid.pt"
@@ -54,17 +54,10 @@ FEATURES = ("log last posterior", "log mean posterior", "score per frame", "symb
 FUSED = {"fused: last + bias": [0], "fused: last + mean": [0, 1], "fused: last + score": [0, 2], "fused: all four": [0, 1, 2, 3]}
 
 
-def spread(items: list[Any], k: int | None) -> list[Any]:
-    if k is None or k >= len(items):
-        return list(items)
-    pos = np.unique(np.round(np.linspace(0, len(items) - 1, k)).astype(int))
-    return [items[i] for i in pos.tolist()]
-
-
-def evidence(model: Any, corpus: AsrCorpus, split: str, limit: int | None) -> dict[str, np.ndarray]:
+def evidence(model: Any, corpus: AsrCorpus, split: str, limit: int) -> dict[str, np.ndarray]:
     """Per utterance: reference language, frames, LID posteriors, decoder scores and lengths."""
     utts = corpus.split(split)
-    sel = [u for lg in range(len(corpus.langs)) for u in spread([u for u in utts if u.lang == lg], limit)]
+    sel = [u for lg in range(len(corpus.langs)) for u in _spread([u for u in utts if u.lang == lg], limit)]
     rows: dict[str, list[Any]] = {"lang": [], "frames": [], "mean": [], "last": [], "score": [], "symbols": []}
     t0 = time.monotonic()
     for i, u in enumerate(sel):

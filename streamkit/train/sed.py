@@ -724,6 +724,7 @@ def finalize(ckpt: Path, out: Path, corpus: SedCorpus, *, opts: TrainOptions, qu
             m = metrics[name]
             print(f"{name}: event F1 {m['event_f1']:.2f} %, segment F1 {m['segment_f1']:.2f} %, PSDS1 {m.get('psds1')}", file=sys.stderr, flush=True)
     adv, tri = parse_method(opts.method)
+    rule = opts.pseudo_rule() if tri else None
     card = {
         "model": "streamkit.models.sed_crnn (CRNN: F = CNN + BiGRU, labelers F1/F2, final classifier Ft, domain classifier D behind a GRL)",
         "paper": "Park et al., Weakly labeled sound event detection using tri-training and adversarial learning (DCASE 2019 task 4)",
@@ -756,8 +757,8 @@ def finalize(ckpt: Path, out: Path, corpus: SedCorpus, *, opts: TrainOptions, qu
             "grl_schedule": opts.grl_schedule if adv else None,
             "tri_epochs": opts.final_epochs() if tri else None,
             "orth_lambda": 1.0 if tri else None,
-            "pseudo_threshold": opts.pseudo_rule()["positive"] if tri else None,
-            "pseudo_negative": opts.pseudo_rule()["negative"] if tri else None,
+            "pseudo_threshold": rule["positive"] if rule else None,
+            "pseudo_negative": rule["negative"] if rule else None,
             "pseudo_stats": st.get("pseudo_stats"),
             "selection": "best validation event-based macro F1 at epoch ends" + (" of the final (pseudo-label) stage" if tri else ""),
             "best_epoch": st.get("best_epoch"),
