@@ -26,6 +26,9 @@ what it can do):
   decoding only that language). With ``--lid-last`` a ``lid`` model gets a second LID-free row
   with ``lid_select="last"`` (the language of the survivor with the highest LID posterior at the
   utterance's last frame instead of the highest mean posterior; not in the paper).
+* ``monolingual`` (Table 2 first row, ``--mono LANG=PATH`` per language): each language's
+  utterances decoded by its own one-language model (``streamkit train rnnt --languages LANG``),
+  one row over the languages given.
 * Table 7 (``--sweep``, ``lid`` models): tau in {inf, 1000, 100, 30, 10} frames (30 ms) x
   s_th in {0.2, 0.5, inf} (``tau_frames``/``s_th`` of the block; tau = inf or s_th = inf is the
   no-shutoff run, measured once), on ``--sweep-limit`` utterances per language.
@@ -257,9 +260,12 @@ def score(utts: list[Utt], finals: list[Any], langs: list[str]) -> dict[str, Any
     }
 
 
-def measure(name: str, mode: str, path: str, utts: list[Utt], audio: dict[str, np.ndarray], langs: list[str], *, per_lang: bool = False,
-            **params: Any) -> dict[str, Any]:  # fmt: skip
-    """Decode ``utts`` with the block; ``per_lang``: one run per language with ``languages=[lang]``."""
+def measure(name: str, mode: str, path: str | dict[str, str], utts: list[Utt], audio: dict[str, np.ndarray], langs: list[str], *,
+            per_lang: bool = False, **params: Any) -> dict[str, Any]:  # fmt: skip
+    """Decode ``utts`` with the block; ``per_lang``: one run per language with ``languages=[lang]``.
+
+    ``path``: one model file, or one per language name (monolingual models; needs ``per_lang``).
+    """
     finals: list[Any] = [None] * len(utts)
     dec = cpu = wall = audio_s = 0.0
     groups = [[i for i, u in enumerate(utts) if u.lang == lg] for lg in range(len(langs))] if per_lang else [list(range(len(utts)))]
@@ -268,7 +274,7 @@ def measure(name: str, mode: str, path: str, utts: list[Utt], audio: dict[str, n
             continue
         sub = [utts[i] for i in ix]
         p = {**params, "languages": [langs[lg]]} if per_lang else params
-        fin, blk, a = run_stream(path, sub, audio, **p)
+        fin, blk, a = run_stream(path[langs[lg]] if isinstance(path, dict) else path, sub, audio, **p)
         for i, f in zip(ix, fin):
             finals[i] = f
         dec += blk.dec_cpu
@@ -318,7 +324,10 @@ def paper_tables() -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--corpus", required=True, type=Path, help="a `streamkit corpus asr` corpus")
-    ap.add_argument("--model", action="append", required=True, metavar="VARIANT=PATH", help="a trained model (repeatable)")
+    ap.add_argument("--model", action="append", default=[], metavar="VARIANT=PATH", help="a trained model (repeatable)")
+    ap.add_argument("--mono", action="append", default=[], metavar="LANG=PATH",
+                    help="a monolingual model (`streamkit train rnnt --languages LANG`) for one language; repeatable: "
+                    "together one 'monolingual' row over the languages given")  # fmt: skip
     ap.add_argument("--split", default="test")
     ap.add_argument("--limit", type=int, default=None, help="utterances per language (default: all)")
     ap.add_argument("--sweep", action="store_true", help="Table 7 sweep for lid models")
@@ -333,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--note", default="", help="free text stored with the results (e.g. 'undertrained: step 1000 of 5000')")
     ap.add_argument("--out", type=Path, default=RESULTS / "rnnt_multilingual.json")
     a = ap.parse_args(argv)
+    if not a.model and not a.mono:
+        ap.error("give at least one --model or --mono")
     torch.set_num_threads(1)
     rnnt_mod.load_model = _cached_load  # type: ignore[assignment]
     try:
@@ -340,6 +351,34 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         rnnt_mod.load_model = _load_model  # type: ignore[assignment]
         _MODEL_CACHE.clear()
+
+
+def _model_info(path: str, model: Any, meta: dict[str, Any]) -> dict[str, Any]:
+    card_p = Path(path).with_suffix(".json")
+    card = json.loads(card_p.read_text(encoding="utf-8")) if card_p.is_file() else {}
+    return {"file": Path(path).name, "variant": model.cfg.variant, "n_params": rnnt_mod.n_params(model), "step": meta.get("step"),
+            "budget_steps": card.get("training", {}).get("budget", {}).get("steps"), "config": model.cfg.to_dict()}  # fmt: skip
+
+
+def _mono_row(a: argparse.Namespace, ap: argparse.ArgumentParser, corpus: AsrCorpus, utts: list[Utt], audio: dict[str, np.ndarray],
+              base: dict[str, Any], models: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """The ``monolingual`` row: each ``--mono LANG=PATH`` model decodes its language's utterances."""
+    langs = corpus.langs
+    paths: dict[str, str] = {}
+    for spec in a.mono:
+        lg, sep, path = spec.partition("=")
+        if not sep or lg not in langs:
+            ap.error(f"--mono wants LANG=PATH with LANG one of {langs}, got {spec!r}")
+        if lg in paths:
+            ap.error(f"--mono: two models for {lg}")
+        model, meta = rnnt_mod.load_model(path)
+        if list(model.cfg.languages) != [lg]:
+            ap.error(f"--mono {spec}: the model's languages are {list(model.cfg.languages)}, not [{lg!r}] (train it with --languages {lg})")
+        paths[lg] = path
+        models[f"monolingual {lg}"] = _model_info(path, model, meta)
+    sub = [u for u in utts if langs[u.lang] in paths]
+    print(f"monolingual: {', '.join(paths)}, {len(sub)} utterances", flush=True)
+    return measure("monolingual", "known", paths, sub, audio, langs, per_lang=True, **base)
 
 
 def _run(a: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
@@ -355,6 +394,9 @@ def _run(a: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
     base = {"beam": a.beam, "max_symbols_per_frame": a.max_symbols, "utterance_mode": "tags"}
     rows: list[dict[str, Any]] = []
     models: dict[str, Any] = {}
+    if a.mono:
+        rows.append(_mono_row(a, ap, corpus, utts, audio, base, models))
+        print(fmt_rows(rows[-1:], langs), flush=True)
     for spec in a.model:
         if "=" not in spec:
             ap.error(f"--model wants VARIANT=PATH, got {spec!r}")
@@ -363,10 +405,7 @@ def _run(a: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
         cfg = model.cfg
         if list(cfg.languages) != langs:
             ap.error(f"{path}: model languages {list(cfg.languages)} differ from the corpus's {langs}")
-        card_p = Path(path).with_suffix(".json")
-        card = json.loads(card_p.read_text(encoding="utf-8")) if card_p.is_file() else {}
-        models[name] = {"file": Path(path).name, "variant": cfg.variant, "n_params": rnnt_mod.n_params(model), "step": meta.get("step"),
-                        "budget_steps": card.get("training", {}).get("budget", {}).get("steps"), "config": cfg.to_dict()}  # fmt: skip
+        models[name] = _model_info(path, model, meta)
         print(f"{name}: {cfg.variant}, step {meta.get('step')}, {len(utts)} utterances", flush=True)
         if cfg.variant == "vanilla":
             rows.append(measure(name, "lid-free", path, utts, audio, langs, **base))

@@ -122,9 +122,14 @@ class Utt:
 
 
 class AsrCorpus:
-    """A ``streamkit corpus asr`` directory: manifest, vocabularies, splits."""
+    """A ``streamkit corpus asr`` directory: manifest, vocabularies, splits.
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    ``languages``: use only these of the corpus's languages (e.g. ``["en"]`` for a monolingual
+    model); ``langs``/``vocabs`` and the splits then hold only them, in the corpus's order, and
+    :attr:`Utt.lang` indexes that subset. ``all_langs`` keeps the manifest's list.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], languages: Sequence[str] | None = None) -> None:
         self.root = root = Path(root)
         if not root.is_dir():
             raise CorpusError(f"corpus directory not found: {root}")
@@ -141,7 +146,14 @@ class AsrCorpus:
         langs = self.manifest.get("hours_per_language")
         if not isinstance(langs, dict) or not langs:
             raise CorpusError(f"{man}: no languages (hours_per_language)")
-        self.langs: list[str] = [str(x) for x in langs]
+        self.all_langs: list[str] = [str(x) for x in langs]
+        self.langs: list[str] = list(self.all_langs)
+        if languages is not None:
+            want = [str(x) for x in languages]
+            unknown = [x for x in want if x not in self.all_langs]
+            if not want or unknown or len(set(want)) != len(want):
+                raise CorpusError(f"{root}: --languages {','.join(want) or '(none)'}: pick distinct ones of the corpus's {self.all_langs}")
+            self.langs = [x for x in self.all_langs if x in want]
         self.vocabs: list[asr_corpus.Vocab] = []
         for lg in self.langs:
             p = root / "vocab" / f"{lg}.json"
@@ -168,6 +180,8 @@ class AsrCorpus:
                     continue
                 try:
                     r = json.loads(line)
+                    if r["lang"] in self.all_langs and r["lang"] not in self.langs:
+                        continue  # a language left out by ``languages``
                     lg = self.langs.index(r["lang"])
                     targets = np.asarray(self.vocabs[lg].encode(r["text"]), np.int64)
                     out.append(Utt(str(r["id"]), lg, self.root / r["path"], str(r["text"]), targets, int(r["n_samples"])))
@@ -283,8 +297,10 @@ def greedy_decode(model: RnntModel, enc: torch.Tensor, lens: torch.Tensor, lang:
     """
     cfg = model.cfg
     B, T, _ = enc.shape
-    lv = None if cfg.variant == "vanilla" else torch.full((B,), int(lang), dtype=torch.long)
-    tok = torch.zeros(B, dtype=torch.long)
+    dev = enc.device
+    lens = lens.to(dev)
+    lv = None if cfg.variant == "vanilla" else torch.full((B,), int(lang), dtype=torch.long, device=dev)
+    tok = torch.zeros(B, dtype=torch.long, device=dev)
     pred, (h, c) = model.predictor_step(tok, None, lv)
     out: list[list[int]] = [[] for _ in range(B)]
     for t in range(T):
@@ -354,9 +370,10 @@ def evaluate(
     batch_frames: int,
     max_utts: int,
 ) -> dict[str, Any]:
-    """Dev metrics (see the module docstring); ``model`` is left in eval mode."""
+    """Dev metrics (see the module docstring); ``model`` is left in eval mode. Runs on the model's device."""
     model.eval()
     cfg = model.cfg
+    dev = model.feat_mean.device
     L = cfg.n_lang
     captured: dict[str, torch.Tensor] = {}
     hooks = [model.encoder.register_forward_hook(lambda m, i, o: captured.__setitem__("enc", o[0]))]
@@ -382,13 +399,14 @@ def evaluate(
                 for bt in make_batches(lens, batch_frames, max_utts, None):
                     sel = [idx[j] for j in bt]
                     x, fl, y, tl = collate([utts[i] for i in sel], [logmels[i] for i in sel])
+                    x, y, fl = x.to(dev), y.to(dev), fl.to(dev)
                     out = model(x, fl, y, tl, lg)
                     B = len(sel)
                     rnnt_sum[lg] += float(out["rnnt_loss"]) * B
                     n_utt[lg] += B
                     if "lid" in captured:
                         lid = captured["lid"]
-                        mask = torch.arange(lid.shape[1])[None, :] < fl[:, None]
+                        mask = torch.arange(lid.shape[1], device=dev)[None, :] < fl[:, None]
                         lid_sum += float(out["lid_loss"]) * int(mask.sum())
                         lid_frames += int(mask.sum())
                         post = (lid.softmax(-1) * mask[..., None]).sum(1) / fl[:, None]
@@ -588,6 +606,8 @@ def train(
     lid_loss: str = "frame-mean",
     init_from: str | os.PathLike[str] | None = None,
     stop_after: int | None = None,
+    device: str = "cpu",
+    languages: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Train (or continue) an RNN-T on a ``streamkit corpus asr`` corpus; returns the model card.
 
@@ -609,6 +629,12 @@ def train(
     ``half_weights``: the weight file ``out`` stores float16 weights (half the size; they load into
     float32 parameters); the checkpoint keeps float32. Not part of the run: ``--resume`` of a
     finished run with it rewrites the weight file only.
+    ``device``: where the model, the losses and the dev evaluation run (``cpu``, ``cuda``,
+    ``cuda:1`` ...); features, batching and the data order stay on the CPU, so the run (the data
+    order, the checkpoint format) is the same on any device and a checkpoint resumes on another one.
+    Not part of the run; the card records it.
+    ``languages``: train on these of the corpus's languages only (one language: a monolingual
+    baseline, the paper's Table 2 first row); the model's languages are then this subset.
 
     Raises:
         CorpusError: missing or malformed corpus.
@@ -620,8 +646,14 @@ def train(
         raise ValueError(f"--steps must be >= 1, got {steps}")
     if batch_seconds <= 0 or max_utts < 1 or eval_every < 1 or lr <= 0 or warmup < 0:
         raise ValueError("--batch-seconds, --lr must be > 0, --max-utts, --eval-every >= 1, --warmup >= 0")
+    try:
+        dev = torch.device(device)
+    except RuntimeError as exc:
+        raise ValueError(f"--device: {exc}") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"--device {device}: this torch ({torch.__version__}) sees no CUDA device")
     torch.set_num_threads(int(threads))
-    corpus = AsrCorpus(corpus_dir)
+    corpus = AsrCorpus(corpus_dir, languages)
     out = Path(out)
     ckpt_p = Path(ckpt) if ckpt is not None else out.with_name(out.stem + ".ckpt")
     base = cfg or RnntConfig()
@@ -692,6 +724,7 @@ def train(
         "batching": batching,
         "lid_loss": lid_loss,
         "init_from": None if init_from is None else Path(init_from).name,
+        "languages": None if languages is None else list(corpus.langs),
     }
     torch.manual_seed(seed)
     if init not in ("xavier", "torch"):
@@ -713,6 +746,9 @@ def train(
     if init_from is not None and ctc is not None:
         ctc_note = _init_ctc_from(ctc, Path(init_from), cfg)
         prog_note(f"--init-from: {ctc_note}")
+    model.to(dev)
+    if ctc is not None:
+        ctc.to(dev)
     params = list(model.parameters()) + (list(ctc.parameters()) if ctc is not None else [])
     opt = torch.optim.Adam(params, lr=lr, betas=(0.9, 0.98), eps=1e-9)
     st: dict[str, Any] = {"step": 0, "epoch": [0] * len(groups), "pos": [0] * len(groups), "elapsed_s": 0.0, "audio_s": 0.0, "best_loss": math.inf,
@@ -726,6 +762,7 @@ def train(
         ck["run"].setdefault("batching", "language")  # checkpoints from before these options
         ck["run"].setdefault("lid_loss", "frame-mean")
         ck["run"].setdefault("init_from", None)
+        ck["run"].setdefault("languages", None)
         ck["config"] = _ckpt_config(ck.get("config"))  # checkpoints from before later config fields load with their defaults
         if ck["config"] != cfg.to_dict() or ck["run"] != run:
             diff = {k: (v, ck["run"].get(k)) for k, v in run.items() if ck["run"].get(k) != v}
@@ -773,7 +810,7 @@ def train(
                        "ctc": None if ctc is None else ctc.state_dict(), "torch_rng": torch.get_rng_state(), "state": st, "best_state": best_state})  # fmt: skip
 
     def card(final: bool) -> dict[str, Any]:
-        return _model_card(cfg, model, corpus, run, st, hours, threads, out, final, half_weights)
+        return _model_card(cfg, model, corpus, run, st, hours, threads, out, final, half_weights, str(dev))
 
     def write_best() -> None:
         if best_state is None:
@@ -835,6 +872,7 @@ def train(
                 st["epoch"][gi] += 1
                 st["pos"][gi] = 0
             x, fl, y, tl = collate([train_u[i] for i in sel], [train_lm[i] for i in sel])
+            x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
             rows_lang = utt_lang[sel]
             lg = int(rows_lang[0]) if bool((rows_lang == rows_lang[0]).all()) else rows_lang
             for g in opt.param_groups:
@@ -907,7 +945,7 @@ def train(
 
 
 def _model_card(cfg: RnntConfig, model: RnntModel, corpus: AsrCorpus, run: dict[str, Any], st: dict[str, Any], hours: np.ndarray,
-                threads: int, out: Path, final: bool, half_weights: bool = False) -> dict[str, Any]:  # fmt: skip
+                threads: int, out: Path, final: bool, half_weights: bool = False, device: str = "cpu") -> dict[str, Any]:  # fmt: skip
     from streamkit.cli import machine_info
 
     elapsed = st["elapsed_s"]
@@ -931,7 +969,7 @@ def _model_card(cfg: RnntConfig, model: RnntModel, corpus: AsrCorpus, run: dict[
             "vocab_sizes": list(cfg.vocab_sizes),
         },
         "training": {
-            "command": _command(cfg, run, threads, out, half_weights),
+            "command": _command(cfg, run, threads, out, half_weights, device),
             "budget": {"steps": run["steps"], "note": "same --steps (and batch settings) for every variant"},
             "seed": run["seed"],
             "steps": st["step"],
@@ -940,6 +978,7 @@ def _model_card(cfg: RnntConfig, model: RnntModel, corpus: AsrCorpus, run: dict[
             "wall_time_s": round(elapsed, 1),
             "runs": st["runs"],
             "threads": threads,
+            "device": device if device == "cpu" else f"{device} ({torch.cuda.get_device_name(torch.device(device))})",
             "batching": (
                 "one language per mini-batch, language ~ training hours"
                 if run.get("batching", "language") == "language"
@@ -977,7 +1016,7 @@ def _model_card(cfg: RnntConfig, model: RnntModel, corpus: AsrCorpus, run: dict[
     }
 
 
-def _command(cfg: RnntConfig, run: dict[str, Any], threads: int, out: Path, half_weights: bool = False) -> str:
+def _command(cfg: RnntConfig, run: dict[str, Any], threads: int, out: Path, half_weights: bool = False, device: str = "cpu") -> str:
     d = RnntConfig().to_dict()
     c = cfg.to_dict()
     size = " ".join(f"--{k.replace('_', '-')} {c[k]}" for k in ("enc_layers", "enc_hidden", "pred_layers", "pred_hidden", "embed_dim",
@@ -990,7 +1029,11 @@ def _command(cfg: RnntConfig, run: dict[str, Any], threads: int, out: Path, half
     cmd += f" --batching {run.get('batching', 'language')} --lid-loss {run.get('lid_loss', 'frame-mean')}"
     if run.get("init_from"):
         cmd += f" --init-from {run['init_from']}"
+    if run.get("languages"):
+        cmd += f" --languages {','.join(run['languages'])}"
     cmd += f" --ctc-weight {run['ctc_weight']:g} --init {run['init']} --eval-every {run['eval_every']} --threads {threads}"
+    if device != "cpu":
+        cmd += f" --device {device}"
     return cmd + (" " + size if size else "") + (" --half-weights" if half_weights else "")
 
 
@@ -1003,11 +1046,14 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     d = RnntConfig()
     p.add_argument("--corpus", required=True, metavar="DIR", help="a corpus from `streamkit corpus asr` (train/dev splits)")
     p.add_argument("--variant", choices=VARIANTS, default="lid", help="model variant (default lid: multi-softmax with integrated LID)")
+    p.add_argument("--languages", default=None, metavar="LANG[,LANG...]",
+                   help="train on these of the corpus's languages only (one: a monolingual baseline; default all)")  # fmt: skip
     p.add_argument("--out", required=True, metavar="PATH", help="weight file (.pt) to write; the model card goes next to it as .json")
     p.add_argument("--steps", type=int, default=None, help="total optimiser steps over resumed runs (the budget; sets the LR schedule)")
     p.add_argument("--minutes", type=float, default=None, help="training wall-time cap in minutes, summed over resumed runs")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    p.add_argument("--device", default="cpu", help="torch device of the model and losses: cpu (default), cuda, cuda:N")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint (bit-for-bit as an uninterrupted run)")
     p.add_argument("--ckpt", default=None, metavar="PATH", help="checkpoint (default: <out stem>.ckpt next to --out)")
     p.add_argument("--ckpt-minutes", type=float, default=5.0, help="checkpoint at least this often (default 5 min)")
@@ -1070,7 +1116,8 @@ def run_from_args(ns: argparse.Namespace) -> int:
               threads=ns.threads, eval_every=ns.eval_every, ckpt_minutes=ns.ckpt_minutes, dev_per_lang=ns.dev_per_lang,
               wer_per_lang=ns.wer_per_lang, train_limit=ns.train_limit, log_every=ns.log_every, quiet=ns.quiet,
               half_weights=ns.half_weights, batching=ns.batching, lid_loss=ns.lid_loss,
-              init_from=ns.init_from, stop_after=ns.stop_after)  # fmt: skip
+              init_from=ns.init_from, stop_after=ns.stop_after, device=ns.device,
+              languages=None if ns.languages is None else [x.strip() for x in ns.languages.split(",") if x.strip()])  # fmt: skip
     except (CorpusError, ValueError) as exc:
         print(f"streamkit train rnnt: error: {exc}", file=sys.stderr)
         return 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 
 import numpy as np
@@ -334,3 +335,61 @@ def test_stop_after_pauses_and_resume_goes_on_bit_exact(corpus, tmp_path):
     b, _ = load_model(tmp_path / "part.pt")
     assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
     assert [h["rnnt_loss"] for h in full["dev"]["history"]] == [h["rnnt_loss"] for h in done["dev"]["history"]]
+
+
+def test_device_errors(corpus, tmp_path, capsys):
+    with pytest.raises(ValueError, match="--device"):
+        tr.train(corpus, tmp_path / "d.pt", cfg=TINY, steps=1, device="gpu7", **KW)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="sees no CUDA device"):
+            tr.train(corpus, tmp_path / "d.pt", cfg=TINY, steps=1, device="cuda", **KW)
+    ns = tr.add_arguments(argparse.ArgumentParser()).parse_args(
+        ["--corpus", str(corpus), "--out", str(tmp_path / "d.pt"), "--steps", "1", "--device", "nonsense"]
+    )
+    assert tr.run_from_args(ns) == 2
+    assert "--device" in capsys.readouterr().err
+    assert not (tmp_path / "d.pt").exists() and not (tmp_path / "d.ckpt").exists()
+
+
+def test_explicit_cpu_device_is_the_default_run(corpus, tmp_path):
+    kw = dict(cfg=TINY, steps=6, eval_every=3, seed=2, **KW)
+    a = tr.train(corpus, tmp_path / "a.pt", **kw)
+    b = tr.train(corpus, tmp_path / "b.pt", device="cpu", **kw)
+    assert a["training"]["device"] == b["training"]["device"] == "cpu" and "--device" not in b["training"]["command"]
+    ma, mb = torch.load(tmp_path / "a.ckpt", weights_only=False)["model"], torch.load(tmp_path / "b.ckpt", weights_only=False)["model"]
+    assert all(torch.equal(v, mb[k]) for k, v in ma.items())
+
+
+def test_monolingual_run_and_its_benchmark_row(corpus, tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    cfg = tr.RnntConfig(**{**TINY.to_dict(), "variant": "multisoftmax"})
+    card = tr.train(corpus, tmp_path / "hi.pt", cfg=cfg, steps=4, eval_every=4, seed=0, languages=["hi"], **KW)
+    assert card["corpus"]["languages"] == ["hi"] and list(card["corpus"]["train_hours"]) == ["hi"]
+    assert card["corpus"]["train_utterances"] == 6 and card["config"]["languages"] == ["hi"]
+    assert "--languages hi" in card["training"]["command"] and set(card["dev"]["history"][-1]["utterances"]) == {"hi"}
+    model, meta = load_model(tmp_path / "hi.pt")
+    assert model.cfg.languages == ("hi",) and list(meta["symbols"]) == ["hi"]
+    with pytest.raises(ValueError, match="another run"):  # the language subset is part of the run
+        tr.train(corpus, tmp_path / "hi.pt", cfg=cfg, steps=4, eval_every=4, seed=0, resume=True, **KW)
+    for bad in (["fr"], [], ["hi", "hi"]):
+        with pytest.raises(tr.CorpusError, match="--languages"):
+            tr.train(corpus, tmp_path / "x.pt", cfg=cfg, steps=1, languages=bad, **KW)
+    c = tr.AsrCorpus(corpus, ["hi", "en"])  # the corpus's order, whatever the order asked
+    assert c.langs == ["en", "hi"] and c.all_langs == ["en", "hi"]
+
+    spec = importlib.util.spec_from_file_location("rnnt_bench_mono", Path(__file__).resolve().parents[2] / "benchmarks" / "rnnt_multilingual.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = tmp_path / "mono.json"
+    assert bench.main(["--corpus", str(corpus), "--mono", f"hi={tmp_path / 'hi.pt'}", "--limit", "2", "--beam", "2", "--out", str(out)]) == 0
+    res = json.loads(out.read_text())
+    (row,) = res["rows"]
+    assert row["model"] == "monolingual" and row["mode"] == "known" and set(row["wer"]) == {"hi"}
+    assert row["utterances"] == 2 and row["missing_finals"] == 0 and row["lid_acc"] is None
+    assert res["models"]["monolingual hi"]["config"]["languages"] == ["hi"]
+    for args, msg in ((["--mono", f"en={tmp_path / 'hi.pt'}"], "not \\['en'\\]"), (["--mono", f"fr={tmp_path / 'hi.pt'}"], "LANG=PATH"), ([], "--model or --mono")):
+        with pytest.raises(SystemExit):
+            bench.main(["--corpus", str(corpus), *args, "--out", str(tmp_path / "bad.json")])
+        assert re.search(msg, capsys.readouterr().err)
