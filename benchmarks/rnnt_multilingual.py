@@ -455,7 +455,7 @@ def _run(a: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
     }
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(out, indent=1, default=float) + "\n")
-    print(f"\nwrote {a.out.relative_to(ROOT) if a.out.resolve().is_relative_to(ROOT) else a.out.name}")
+    print(f"\nwrote {a.out.resolve().relative_to(ROOT) if a.out.resolve().is_relative_to(ROOT) else a.out.name}")
     return 0
 
 
