@@ -608,6 +608,7 @@ def train(
     stop_after: int | None = None,
     device: str = "cpu",
     languages: Sequence[str] | None = None,
+    weights_from: str = "best",
 ) -> dict[str, Any]:
     """Train (or continue) an RNN-T on a ``streamkit corpus asr`` corpus; returns the model card.
 
@@ -635,6 +636,10 @@ def train(
     Not part of the run; the card records it.
     ``languages``: train on these of the corpus's languages only (one language: a monolingual
     baseline, the paper's Table 2 first row); the model's languages are then this subset.
+    ``weights_from``: the weight file holds the state of the ``best`` dev loss (default) or the
+    ``last`` step (a small language's own model overfits: its dev loss turns up long before its
+    dev CER stops falling). Not part of the run, like ``half_weights``: ``--resume`` of a
+    finished run with it rewrites the weight file only.
 
     Raises:
         CorpusError: missing or malformed corpus.
@@ -650,6 +655,8 @@ def train(
         dev = torch.device(device)
     except RuntimeError as exc:
         raise ValueError(f"--device: {exc}") from None
+    if weights_from not in ("best", "last"):
+        raise ValueError(f"--weights-from must be best or last, got {weights_from!r}")
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"--device {device}: this torch ({torch.__version__}) sees no CUDA device")
     torch.set_num_threads(int(threads))
@@ -810,15 +817,21 @@ def train(
                        "ctc": None if ctc is None else ctc.state_dict(), "torch_rng": torch.get_rng_state(), "state": st, "best_state": best_state})  # fmt: skip
 
     def card(final: bool) -> dict[str, Any]:
-        return _model_card(cfg, model, corpus, run, st, hours, threads, out, final, half_weights, str(dev))
+        c = _model_card(cfg, model, corpus, run, st, hours, threads, out, final, half_weights, str(dev))
+        if weights_from == "last":
+            c["training"]["command"] += " --weights-from last"
+        c["dev"]["weights"] = f"the last step's state (step {st['step']})" if weights_from == "last" else f"the best dev loss (step {st['best_step']})"
+        return c
 
     def write_best() -> None:
-        if best_state is None:
+        """The weight file: the best dev-loss state, or the current one with ``weights_from="last"``."""
+        last = weights_from == "last"
+        if best_state is None and not last:
             return
         m = RnntModel(cfg)
-        m.load_state_dict(best_state)
-        meta = {"symbols": symbols, "variant": cfg.variant, "step": st["best_step"], "seed": seed, "card": out.with_suffix(".json").name,
-                "corpus_command": corpus.command}  # fmt: skip
+        m.load_state_dict(model.state_dict() if last else best_state)
+        meta = {"symbols": symbols, "variant": cfg.variant, "step": st["step"] if last else st["best_step"], "seed": seed,
+                "card": out.with_suffix(".json").name, "corpus_command": corpus.command, "weights_from": weights_from}  # fmt: skip
         save_model(out, m, meta=meta, half=half_weights)
 
     def validate() -> None:
@@ -835,7 +848,7 @@ def train(
             st["best_loss"], st["best_step"], st["best_eval"] = ev["loss"], st["step"], {**rec, "examples": ev.get("examples")}
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         save_ckpt()
-        if improved:
+        if improved or weights_from == "last":
             write_best()
         out.with_suffix(".json").parent.mkdir(parents=True, exist_ok=True)
         out.with_suffix(".json").write_text(json.dumps(card(False), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -1096,6 +1109,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="start from this weight file (same architecture): go on with a new --steps budget and LR schedule")  # fmt: skip
     p.add_argument("--stop-after", type=int, default=None, metavar="STEP",
                    help="pause at this step (a checkpoint; the LR schedule still follows --steps; --resume goes on)")  # fmt: skip
+    p.add_argument("--weights-from", choices=["best", "last"], default="best",
+                   help="the weight file holds the best dev-loss state (default) or the last step's; with --resume of a finished "
+                   "run it rewrites the weight file only")  # fmt: skip
     p.add_argument("--half-weights", action="store_true",
                    help="store the weight file as float16 (half the size; the checkpoint stays float32); with --resume of a "
                    "finished run it rewrites the weight file only")  # fmt: skip
@@ -1117,7 +1133,8 @@ def run_from_args(ns: argparse.Namespace) -> int:
               wer_per_lang=ns.wer_per_lang, train_limit=ns.train_limit, log_every=ns.log_every, quiet=ns.quiet,
               half_weights=ns.half_weights, batching=ns.batching, lid_loss=ns.lid_loss,
               init_from=ns.init_from, stop_after=ns.stop_after, device=ns.device,
-              languages=None if ns.languages is None else [x.strip() for x in ns.languages.split(",") if x.strip()])  # fmt: skip
+              languages=None if ns.languages is None else [x.strip() for x in ns.languages.split(",") if x.strip()],
+              weights_from=ns.weights_from)  # fmt: skip
     except (CorpusError, ValueError) as exc:
         print(f"streamkit train rnnt: error: {exc}", file=sys.stderr)
         return 2

@@ -393,3 +393,21 @@ def test_monolingual_run_and_its_benchmark_row(corpus, tmp_path, capsys):
         with pytest.raises(SystemExit):
             bench.main(["--corpus", str(corpus), *args, "--out", str(tmp_path / "bad.json")])
         assert re.search(msg, capsys.readouterr().err)
+
+
+def test_weights_from_last_and_the_rewrite_on_resume(corpus, tmp_path):
+    kw = dict(cfg=TINY, steps=8, eval_every=4, seed=4, **KW)
+    card = tr.train(corpus, tmp_path / "m.pt", weights_from="last", **kw)
+    assert card["dev"]["weights"] == "the last step's state (step 8)" and card["training"]["command"].endswith("--weights-from last")
+    model, meta = load_model(tmp_path / "m.pt")
+    ck = torch.load(tmp_path / "m.ckpt", weights_only=False)
+    assert meta["step"] == 8 and meta["weights_from"] == "last"
+    assert all(torch.equal(v, ck["model"][k]) for k, v in model.state_dict().items())
+    # the same finished run, resumed with the default: the weight file becomes the best dev-loss state
+    card2 = tr.train(corpus, tmp_path / "m.pt", resume=True, **kw)
+    model2, meta2 = load_model(tmp_path / "m.pt")
+    best = ck["state"]["best_step"]
+    assert meta2["step"] == best and card2["dev"]["weights"] == f"the best dev loss (step {best})"
+    assert all(torch.equal(v, ck["best_state"][k]) for k, v in model2.state_dict().items())
+    with pytest.raises(ValueError, match="--weights-from"):
+        tr.train(corpus, tmp_path / "m.pt", weights_from="middle", **kw)
