@@ -817,13 +817,9 @@ def train(
                        "ctc": None if ctc is None else ctc.state_dict(), "torch_rng": torch.get_rng_state(), "state": st, "best_state": best_state})  # fmt: skip
 
     def card(final: bool) -> dict[str, Any]:
-        c = _model_card(cfg, model, corpus, run, st, hours, threads, out, final, half_weights, str(dev))
-        if weights_from == "last":
-            c["training"]["command"] += " --weights-from last"
-        c["dev"]["weights"] = f"the last step's state (step {st['step']})" if weights_from == "last" else f"the best dev loss (step {st['best_step']})"
-        return c
+        return _model_card(cfg, model, corpus, run, st, hours, threads, out, final, half_weights, str(dev), weights_from)
 
-    def write_best() -> None:
+    def write_weights() -> None:
         """The weight file: the best dev-loss state, or the current one with ``weights_from="last"``."""
         last = weights_from == "last"
         if best_state is None and not last:
@@ -849,7 +845,7 @@ def train(
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         save_ckpt()
         if improved or weights_from == "last":
-            write_best()
+            write_weights()
         out.with_suffix(".json").parent.mkdir(parents=True, exist_ok=True)
         out.with_suffix(".json").write_text(json.dumps(card(False), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         wer = " ".join(f"{k} {v * 100:.1f}" for k, v in ev.get("wer_per_lang", {}).items())
@@ -944,7 +940,7 @@ def train(
             validate()
         else:
             save_ckpt()
-        write_best()  # the weight file in the requested storage type, also when resuming a finished run
+        write_weights()  # the weight file in the requested storage type, also when resuming a finished run
     finally:
         for sig, h in old_handlers.items():
             signal.signal(sig, h)
@@ -958,7 +954,8 @@ def train(
 
 
 def _model_card(cfg: RnntConfig, model: RnntModel, corpus: AsrCorpus, run: dict[str, Any], st: dict[str, Any], hours: np.ndarray,
-                threads: int, out: Path, final: bool, half_weights: bool = False, device: str = "cpu") -> dict[str, Any]:  # fmt: skip
+                threads: int, out: Path, final: bool, half_weights: bool = False, device: str = "cpu",
+                weights_from: str = "best") -> dict[str, Any]:  # fmt: skip
     from streamkit.cli import machine_info
 
     elapsed = st["elapsed_s"]
@@ -982,7 +979,7 @@ def _model_card(cfg: RnntConfig, model: RnntModel, corpus: AsrCorpus, run: dict[
             "vocab_sizes": list(cfg.vocab_sizes),
         },
         "training": {
-            "command": _command(cfg, run, threads, out, half_weights, device),
+            "command": _command(cfg, run, threads, out, half_weights, device, weights_from),
             "budget": {"steps": run["steps"], "note": "same --steps (and batch settings) for every variant"},
             "seed": run["seed"],
             "steps": st["step"],
@@ -1020,6 +1017,7 @@ def _model_card(cfg: RnntConfig, model: RnntModel, corpus: AsrCorpus, run: dict[
             "subset": f"{run['dev_per_lang']} utterances per language (loss, LID), {run['wer_per_lang']} of them for WER; speakers unseen in training",
             "wer_rule": "greedy search with the language known, at most 3 symbols per frame",
             "best_step": st["best_step"],
+            "weights": f"the last step's state (step {st['step']})" if weights_from == "last" else f"the best dev loss (step {st['best_step']})",
             "best": st["best_eval"],
             "history": st["history"],
         },
@@ -1029,7 +1027,8 @@ def _model_card(cfg: RnntConfig, model: RnntModel, corpus: AsrCorpus, run: dict[
     }
 
 
-def _command(cfg: RnntConfig, run: dict[str, Any], threads: int, out: Path, half_weights: bool = False, device: str = "cpu") -> str:
+def _command(cfg: RnntConfig, run: dict[str, Any], threads: int, out: Path, half_weights: bool = False, device: str = "cpu",
+             weights_from: str = "best") -> str:  # fmt: skip
     d = RnntConfig().to_dict()
     c = cfg.to_dict()
     size = " ".join(f"--{k.replace('_', '-')} {c[k]}" for k in ("enc_layers", "enc_hidden", "pred_layers", "pred_hidden", "embed_dim",
@@ -1047,7 +1046,7 @@ def _command(cfg: RnntConfig, run: dict[str, Any], threads: int, out: Path, half
     cmd += f" --ctc-weight {run['ctc_weight']:g} --init {run['init']} --eval-every {run['eval_every']} --threads {threads}"
     if device != "cpu":
         cmd += f" --device {device}"
-    return cmd + (" " + size if size else "") + (" --half-weights" if half_weights else "")
+    return cmd + (" " + size if size else "") + (" --half-weights" if half_weights else "") + (" --weights-from last" if weights_from == "last" else "")
 
 
 # --------------------------------------------------------------------------------------------
