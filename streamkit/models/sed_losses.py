@@ -105,11 +105,15 @@ def stages(method: str) -> tuple[str, ...]:
     return ("labelers", "final") if parse_method(method)[1] else ("main",)
 
 
-def heads_for(method: str, stage: str) -> tuple[str, ...]:
-    """Which heads the model must run for ``method`` at ``stage``."""
+def heads_for(method: str, stage: str, *, relabel: bool = False) -> tuple[str, ...]:
+    """Which heads the model must run for ``method`` at ``stage``.
+
+    ``relabel``: the final stage keeps training the labelers F1, F2 (on the labelled data only), so
+    that their pseudo-labels can be remade as F changes (``streamkit train sed --relabel-every``).
+    """
     if stage not in stages(method):
         raise ValueError(f"method {method!r} has stages {stages(method)}, not {stage!r}")
-    return ("f1", "f2", "ft") if stage == "labelers" else ("ft",)
+    return ("f1", "f2", "ft") if stage == "labelers" or (relabel and stage == "final") else ("ft",)
 
 
 def _masked_mean(loss: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -238,25 +242,33 @@ def sed_loss(
     stage: str | None = None,
     orth_lambda: float = ORTH_LAMBDA,
     orth_reduction: str = "mean",
+    labeler_targets: SedTargets | None = None,
 ) -> dict[str, torch.Tensor]:
     """Total loss of ``method`` at ``stage`` (default: the first stage) and its parts.
 
     ``out``: ``model(x, heads=heads_for(method, stage), domain=parse_method(method)[0])``.
     ``model`` is needed at stage ``labelers`` (the orthogonality regulariser reads F1's and F2's
     weights). Returns ``{"loss", "y_ft", ["y_f1", "y_f2", "orth"], ["domain"]}``.
+
+    ``labeler_targets`` (stage ``final`` only): also train F1 and F2 as in stage ``labelers``, on
+    these targets (the labelled data without pseudo-labels), with the orthogonality term; Ft learns
+    from ``t`` (with them). ``out`` must then hold ``heads_for(method, "final", relabel=True)``.
     """
     adv, _tri = parse_method(method)
     stage = stage or stages(method)[0]
-    heads = heads_for(method, stage)
+    relabel = labeler_targets is not None
+    if relabel and stage != "final":
+        raise ValueError(f"labeler_targets only apply to stage 'final', not {stage!r}")
+    heads = heads_for(method, stage, relabel=relabel)
     parts: dict[str, torch.Tensor] = {}
     for h in heads:
         if h not in out:
             raise ValueError(f"model output lacks head {h!r} needed by {method!r} at stage {stage!r}")
-        parts[f"y_{h}"] = classification_loss(out[h], t)
+        parts[f"y_{h}"] = classification_loss(out[h], labeler_targets if relabel and h != "ft" else t)  # type: ignore[arg-type]
     total = sum(parts.values())
-    if stage == "labelers":
+    if stage == "labelers" or relabel:
         if model is None:
-            raise ValueError("stage 'labelers' needs model= for the orthogonality regulariser")
+            raise ValueError(f"stage {stage!r} with the labelers needs model= for the orthogonality regulariser")
         parts["orth"] = orthogonality_penalty(model.f1.first_layer_weight(), model.f2.first_layer_weight(), orth_reduction)
         total = total + orth_lambda * parts["orth"]
     if adv is not None:

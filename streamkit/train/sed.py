@@ -47,6 +47,11 @@ pseudo-label stage adds; compare it with a baseline given the same total steps
   are < N, the rest unlabelled (not in the paper; the defaults are its rule). They enter the
   checkpoint when the labels are made, so one labeler-stage checkpoint (``--max-steps`` at the
   switch, copied per branch) can be resumed into final stages with different thresholds.
+  ``--relabel-every N`` (not in the paper; asymmetric tri-training's refresh, Saito et al. 2017):
+  in the final stage F1 and F2 go on learning from S and W's tags (eq. 8 included) while Ft learns
+  from the pseudo-labels too, and the pseudo-labels are remade from F1 and F2 every N final-stage
+  epochs, so they follow the changing F instead of staying those of the switch. Like the
+  thresholds it enters the checkpoint when the labels are first made.
 * ``adv-*+tri``: tri-training with D trained in both stages.
 
 Adam, lr 1e-3, betas (0.9, 0.999) (paper §4.2).
@@ -282,6 +287,7 @@ class TrainOptions:
     psds: bool = True
     pseudo_threshold: float = 0.5  #: tri-training: positive where F1 and F2 are both above (paper: 0.5)
     pseudo_negative: float | None = None  #: tri-training: negative where both are below (None: 1 - pseudo_threshold, the paper)
+    relabel_every: int = 0  #: tri-training: remake the pseudo-labels every N final-stage epochs, F1/F2 trained on (0: once, the paper)
 
     def pseudo_rule(self) -> dict[str, float]:
         """The pseudo-label thresholds (validated): ``{"positive": .., "negative": ..}``."""
@@ -502,6 +508,11 @@ def train(
     if tri and opts.final_epochs() < 1:
         raise ValueError(f"--tri-epochs must be >= 1, got {opts.tri_epochs}")
     rule = opts.pseudo_rule() if tri else None
+    if opts.relabel_every < 0:
+        raise ValueError(f"--relabel-every must be >= 0, got {opts.relabel_every}")
+    if opts.relabel_every and not tri:
+        raise ValueError(f"--relabel-every needs a tri-training method, not {opts.method!r}")
+    relabel = bool(opts.relabel_every)
     out = Path(out)
     ckpt_p = Path(ckpt) if ckpt is not None else out.with_name(out.stem + ".ckpt")
     torch.set_num_threads(int(opts.threads))
@@ -536,6 +547,10 @@ def train(
         if made is not None and made != rule:
             raise ValueError(f"{ckpt_p}: its pseudo-labels were made with thresholds {made}, this run asks for {rule}; "
                              "resume with those (or from a checkpoint before the switch)")  # fmt: skip
+        made_every = ck["state"].get("relabel_every", 0) if ck["state"].get("pseudo") is not None else None
+        if made_every is not None and made_every != opts.relabel_every:
+            raise ValueError(f"{ckpt_p}: its final stage runs with --relabel-every {made_every}, this run asks for {opts.relabel_every}; "
+                             "resume with that (or from a checkpoint before the switch)")  # fmt: skip
         model.load_state_dict(ck["model"])
         optim.load_state_dict(ck["optim"])
         torch.set_rng_state(ck["torch_rng"])
@@ -605,18 +620,25 @@ def train(
         while st["step"] < total_steps:
             step = st["step"]
             stage = stage_at(step)
-            if tri and stage == "final" and st["pseudo"] is None:
+            refresh = (relabel and st["pseudo"] is not None and (step - switch_step) % (opts.relabel_every * steps_per_epoch) == 0
+                       and st.get("pseudo_step") != step)  # fmt: skip
+            if tri and stage == "final" and (st["pseudo"] is None or refresh):
                 t0 = time.monotonic()
                 wf, wc = _pseudo_label_all(model, data.W, data.w_clip, rule=rule)
                 uf, uc = _pseudo_label_all(model, data.U, None, rule=rule) if data.U is not None else (None, None)
                 st["pseudo"] = {"w_frame": wf, "u_frame": uf, "u_clip": uc}
                 st["pseudo_rule"] = rule
+                st["relabel_every"] = opts.relabel_every
+                st["pseudo_step"] = step
                 cov = lambda a: float((a >= 0).mean()) if a is not None else None  # noqa: E731
                 pos = lambda a: float((a == 1).mean()) if a is not None else None  # noqa: E731
-                st["pseudo_stats"] = {"w_frame_labelled": cov(wf), "w_frame_positive": pos(wf), "u_frame_labelled": cov(uf),
-                                      "u_frame_positive": pos(uf), "u_clip_labelled": cov(uc), "u_clip_positive": pos(uc),
-                                      "seconds": round(time.monotonic() - t0, 1)}  # fmt: skip
-                log(f"pseudo-labels at step {step}: {json.dumps(st['pseudo_stats'])}")
+                stats = {"w_frame_labelled": cov(wf), "w_frame_positive": pos(wf), "u_frame_labelled": cov(uf),
+                         "u_frame_positive": pos(uf), "u_clip_labelled": cov(uc), "u_clip_positive": pos(uc),
+                         "seconds": round(time.monotonic() - t0, 1)}  # fmt: skip
+                if st.get("pseudo_stats") is None:
+                    st["pseudo_stats"] = stats
+                st.setdefault("pseudo_history", []).append({"step": step, **stats})
+                log(f"pseudo-labels at step {step}: {json.dumps(stats)}")
                 save_ckpt()
                 last_ckpt = time.monotonic()
             use_u = data.U is not None and (adv is not None or (tri and stage == "final"))
@@ -631,6 +653,9 @@ def train(
             cmask = [torch.ones(b, k), torch.ones(b, k)]
             dom = [torch.zeros(b), torch.ones(b)]
             pl = st["pseudo"] if stage == "final" else None
+            lab = relabel and pl is not None  # the labelers keep learning from the labelled targets only
+            if lab:
+                lab_frame, lab_fmask, lab_clip, lab_cmask = list(frame), list(fmask), list(clip), list(cmask)
             if pl is not None:
                 wf = torch.from_numpy(pl["w_frame"][i_w].astype(np.float32))
                 frame[1] = wf.clamp_min(0.0)
@@ -650,14 +675,23 @@ def train(
                     fmask.append(torch.zeros(b, t_out, k))
                     clip.append(torch.zeros(b, k))
                     cmask.append(torch.zeros(b, k))
+                if lab:
+                    lab_frame.append(torch.zeros(b, t_out, k))
+                    lab_fmask.append(torch.zeros(b, t_out, k))
+                    lab_clip.append(torch.zeros(b, k))
+                    lab_cmask.append(torch.zeros(b, k))
                 dom.append(torch.ones(b))
             x = torch.from_numpy(np.concatenate(parts_x).astype(np.float32))
             t = SedTargets(frame=torch.cat(frame), frame_mask=torch.cat(fmask), clip=torch.cat(clip), clip_mask=torch.cat(cmask),
                            domain=torch.cat(dom))  # fmt: skip
             if adv is not None:
                 model.D.scale = _grl(opts.grl_schedule, cfg.grl_scale, step / total_steps)
-            o = model(x, heads=heads_for(opts.method, stage), domain=adv)
-            parts = sed_loss(opts.method, o, t, model=model, stage=stage)
+            t_lab = None
+            if lab:
+                t_lab = SedTargets(frame=torch.cat(lab_frame), frame_mask=torch.cat(lab_fmask), clip=torch.cat(lab_clip),
+                                   clip_mask=torch.cat(lab_cmask), domain=t.domain)  # fmt: skip
+            o = model(x, heads=heads_for(opts.method, stage, relabel=lab), domain=adv)
+            parts = sed_loss(opts.method, o, t, model=model, stage=stage, labeler_targets=t_lab)
             optim.zero_grad(set_to_none=True)
             parts["loss"].backward()
             optim.step()
@@ -760,6 +794,8 @@ def finalize(ckpt: Path, out: Path, corpus: SedCorpus, *, opts: TrainOptions, qu
             "pseudo_threshold": rule["positive"] if rule else None,
             "pseudo_negative": rule["negative"] if rule else None,
             "pseudo_stats": st.get("pseudo_stats"),
+            "relabel_every": opts.relabel_every if tri else None,
+            "pseudo_history": st.get("pseudo_history"),
             "selection": "best validation event-based macro F1 at epoch ends" + (" of the final (pseudo-label) stage" if tri else ""),
             "best_epoch": st.get("best_epoch"),
             "best_val_event_f1": st.get("best_f1"),
@@ -823,6 +859,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         help="tri-training: a pseudo-negative where both are below this (default 1 - --pseudo-threshold, the paper); lower "
                         "leaves unsure frames unlabelled. Not part of the checkpoint fingerprint until the labels are made, so final "
                         "stages with other thresholds can branch from one labeler-stage checkpoint (--max-steps at the switch)")
+    parser.add_argument("--relabel-every", type=int, default=d.relabel_every, metavar="N",
+                        help="tri-training: remake the pseudo-labels every N epochs of the final stage, the labelers F1/F2 going on "
+                        "learning from the labelled data (S, W tags; eq. 8) while Ft learns from the pseudo-labels too, as in asymmetric "
+                        "tri-training (default 0: once at the switch, the paper's Algorithm 1). Like the thresholds, not part of the "
+                        "checkpoint fingerprint until the labels are made")
     parser.add_argument("--grl-schedule", choices=("ganin", "const"), default=d.grl_schedule, help="GRL factor schedule (default ganin)")
     parser.add_argument("--synthetic-holdout", type=int, default=d.synthetic_holdout,
                         help=f"last synthetic clips kept out of training as the synthetic-domain test set (default {d.synthetic_holdout})")
@@ -861,7 +902,8 @@ def run_from_args(a: argparse.Namespace) -> int:
         opts = TrainOptions(method=a.method, epochs=a.epochs, minutes=a.minutes, seed=a.seed, batch=a.batch_size, lr=a.lr, threads=a.threads,
                             tri_epochs=a.tri_epochs, grl_schedule=a.grl_schedule, synthetic_holdout=a.synthetic_holdout, median_s=a.median_s,
                             threshold=a.threshold, ckpt_minutes=a.ckpt_minutes, max_steps=a.max_steps, psds=not a.no_psds,
-                            pseudo_threshold=a.pseudo_threshold, pseudo_negative=a.pseudo_negative)  # fmt: skip
+                            pseudo_threshold=a.pseudo_threshold, pseudo_negative=a.pseudo_negative,
+                            relabel_every=a.relabel_every)  # fmt: skip
         res = train(a.corpus, a.out, opts, cfg=cfg, resume=a.resume, ckpt=a.ckpt, cache=a.cache, quiet=a.quiet)
     except (CorpusError, ValueError, OSError) as e:
         print(f"error: {e}".replace("\n", " "), file=sys.stderr)

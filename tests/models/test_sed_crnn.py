@@ -23,6 +23,7 @@ from streamkit.models.sed_crnn import (
 from streamkit.models.sed_losses import (
     METHODS,
     SedTargets,
+    classification_loss,
     heads_for,
     orthogonality_penalty,
     parse_method,
@@ -276,6 +277,28 @@ def test_method_table() -> None:
         parse_method("mean-teacher")
     with pytest.raises(ValueError):
         heads_for("baseline", "final")
+    assert heads_for("tri", "final", relabel=True) == ("f1", "f2", "ft") and heads_for("tri", "labelers", relabel=True) == ("f1", "f2", "ft")
+
+
+def test_final_stage_with_labeler_targets() -> None:
+    """labeler_targets: F1/F2 learn from the labelled targets only, Ft from the pseudo-labelled ones, plus eq. 8."""
+    model = tiny_model(head_hidden=6)
+    x = torch.randn(4, 20, 16)
+    t_lab = tiny_targets(4, 5)
+    t = with_pseudo_labels(t_lab, pseudo_label_batch(model, x))
+    out = model(x, heads=heads_for("tri", "final", relabel=True))
+    parts = sed_loss("tri", out, t, model=model, stage="final", labeler_targets=t_lab)
+    assert set(parts) == {"loss", "y_f1", "y_f2", "y_ft", "orth"}
+    assert torch.allclose(parts["y_f1"], classification_loss(out["f1"], t_lab)) and torch.allclose(parts["y_ft"], classification_loss(out["ft"], t))
+    assert torch.allclose(parts["loss"], parts["y_f1"] + parts["y_f2"] + parts["y_ft"] + parts["orth"])
+    parts["loss"].backward()
+    assert all(any(p.grad is not None and p.grad.any() for p in getattr(model, h).parameters()) for h in HEADS)
+    with pytest.raises(ValueError, match="only apply to stage 'final'"):
+        sed_loss("tri", out, t, model=model, stage="labelers", labeler_targets=t_lab)
+    with pytest.raises(ValueError, match="needs model="):
+        sed_loss("tri", out, t, stage="final", labeler_targets=t_lab)
+    with pytest.raises(ValueError, match="lacks head 'f1'"):
+        sed_loss("tri", model(x, heads=("ft",)), t, model=model, stage="final", labeler_targets=t_lab)
 
 
 @pytest.mark.parametrize("method", METHODS)

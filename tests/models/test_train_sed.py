@@ -189,6 +189,48 @@ def test_tri_training_runs_both_stages_of_algorithm_1(corpus, tmp_path):
         train(corpus, tmp_path / "e.pt", _opts(method="tri", epochs=2, tri_epochs=0), cfg=_tiny(), quiet=True)
 
 
+def test_relabel_every_remakes_pseudo_labels_and_trains_the_labelers(corpus, tmp_path):
+    """--relabel-every N: labels at the switch and every N final-stage epochs; F1/F2 go on learning; resumable."""
+    import shutil
+
+    from streamkit.models.sed_crnn import load_model
+    from streamkit.train.sed import train
+
+    opts = dict(method="tri", epochs=2, tri_epochs=3)  # 4 steps an epoch: switch at step 8, 20 steps
+    once = train(corpus, tmp_path / "o" / "m.pt", _opts(**opts, max_steps=8), cfg=_tiny(), quiet=True)
+    assert not once["finished"]
+    (tmp_path / "r").mkdir()
+    shutil.copy(tmp_path / "o" / "m.ckpt", tmp_path / "r" / "m.ckpt")  # one labeler stage, two final stages
+    once = train(corpus, tmp_path / "o" / "m.pt", _opts(**opts), cfg=_tiny(), quiet=True, resume=True)
+    parts: list[dict[str, float]] = []
+    rel = train(corpus, tmp_path / "r" / "m.pt", _opts(**opts, relabel_every=1, max_steps=13), cfg=_tiny(), quiet=True, resume=True,
+                on_step=lambda s, p: parts.append(p))  # fmt: skip
+    assert not rel["finished"] and [h["step"] for h in rel["state"]["pseudo_history"]] == [8, 12]
+    rel = train(corpus, tmp_path / "r" / "m.pt", _opts(**opts, relabel_every=1), cfg=_tiny(), quiet=True, resume=True,
+                on_step=lambda s, p: parts.append(p))  # fmt: skip
+    assert rel["finished"] and [h["step"] for h in rel["state"]["pseudo_history"]] == [8, 12, 16]  # not remade on resume at 12
+    assert [h["step"] for h in once["state"]["pseudo_history"]] == [8]
+    assert all({"y_f1", "y_f2", "orth", "y_ft"} <= set(p) for p in parts)  # the labelers are trained in the final stage
+    # the labelers changed after the switch with --relabel-every, not without
+    ck_o = torch.load(tmp_path / "o" / "m.ckpt", weights_only=False)["model"]
+    ck_r = torch.load(tmp_path / "r" / "m.ckpt", weights_only=False)["model"]
+    f1 = [k for k in ck_o if k.startswith("f1.")]
+    assert f1 and any(not torch.equal(ck_o[k], ck_r[k]) for k in f1)
+    card = json.loads((tmp_path / "r" / "m.json").read_text())
+    assert card["training"]["relabel_every"] == 1 and len(card["training"]["pseudo_history"]) == 3
+    assert json.loads((tmp_path / "o" / "m.json").read_text())["training"]["relabel_every"] == 0
+    mo, _ = load_model(tmp_path / "o" / "m.pt")
+    mr, _ = load_model(tmp_path / "r" / "m.pt")
+    assert any(not torch.equal(a, b) for a, b in zip(mo.state_dict().values(), mr.state_dict().values()))
+    # once the final stage has begun, --relabel-every is part of the run
+    with pytest.raises(ValueError, match="--relabel-every 1, this run asks for 0"):
+        train(corpus, tmp_path / "r" / "m.pt", _opts(**opts), cfg=_tiny(), quiet=True, resume=True)
+    with pytest.raises(ValueError, match="--relabel-every must be >= 0"):
+        train(corpus, tmp_path / "x.pt", _opts(**opts, relabel_every=-1), cfg=_tiny(), quiet=True)
+    with pytest.raises(ValueError, match="needs a tri-training method"):
+        train(corpus, tmp_path / "x.pt", _opts(method="adv-time", epochs=1, relabel_every=1), cfg=_tiny(), quiet=True)
+
+
 def test_cli_writes_card_without_machine_paths(corpus, tmp_path, capsys):
     from streamkit.train.sed import add_arguments, run_from_args
 
