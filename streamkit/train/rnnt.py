@@ -518,6 +518,15 @@ def _ckpt_config(d: Any) -> dict[str, Any] | None:
         return None
 
 
+# RnntConfig fields that change how a model trains, not its parameters: --init-from may change them
+TRAINING_ONLY_CONFIG = ("lid_weight", "lid_detach_encoder", "dropout")
+
+
+def _arch(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The architecture part of a config dict (without :data:`TRAINING_ONLY_CONFIG`)."""
+    return {k: v for k, v in cfg.items() if k not in TRAINING_ONLY_CONFIG}
+
+
 def _init_ctc_from(ctc: CtcHeads, init_from: Path, cfg: RnntConfig) -> str:
     """Load the auxiliary CTC heads of the run that wrote ``init_from`` from its checkpoint (``<stem>.ckpt``).
 
@@ -530,7 +539,7 @@ def _init_ctc_from(ctc: CtcHeads, init_from: Path, cfg: RnntConfig) -> str:
         return f"no checkpoint {p.name} beside it: the CTC heads start fresh"
     try:
         ck = torch.load(p, map_location="cpu", weights_only=False)
-        if ck.get("format") != CKPT_FORMAT or _ckpt_config(ck["config"]) != cfg.to_dict() or not ck.get("ctc"):
+        if ck.get("format") != CKPT_FORMAT or _arch(_ckpt_config(ck["config"])) != _arch(cfg.to_dict()) or not ck.get("ctc"):
             return f"{p.name} is not a checkpoint of this architecture with CTC heads: they start fresh"
         ctc.load_state_dict(ck["ctc"])
     except Exception as exc:  # noqa: BLE001 - any unreadable checkpoint: fall back to fresh heads
@@ -621,7 +630,8 @@ def train(
     ``frame-mean`` (mean over all frames of the batch) or ``utt-sum`` (summed over each
     utterance's frames, mean over utterances: the same scale as the per-utterance RNN-T loss).
     ``init_from``: start from the weights of an earlier run (a weight file of the same architecture,
-    e.g. to go on with a new budget and LR schedule); the input statistics come from that file, the
+    e.g. to go on with a new budget and LR schedule; ``lid_weight``, ``lid_detach_encoder`` and
+    ``dropout`` may differ); the input statistics come from that file, the
     optimiser starts afresh, and the training-only CTC heads come from the checkpoint
     ``<stem>.ckpt`` beside it when there is one of the same architecture (else fresh; see
     :func:`_init_ctc_from`). Its file name is part of the run.
@@ -745,7 +755,8 @@ def train(
     model.set_feature_stats(mean, std)
     if init_from is not None:
         try:
-            src, _meta = load_model(init_from, expect=cfg)
+            # the architecture must match; the loss weighting and dropout are this run's own
+            src, _meta = load_model(init_from, expect=_arch(cfg.to_dict()))
         except ModelError as exc:
             raise ValueError(f"--init-from: {exc}") from None
         model.load_state_dict(src.state_dict())  # weights and input statistics of the earlier run

@@ -300,6 +300,11 @@ def test_init_from_an_earlier_run(corpus, tmp_path):
         first[name] = losses[0]
     assert first["warm"] < 0.7 * first["scratch"], first  # the earlier run's weights, not a fresh model
     assert "--init-from a.pt" in card["training"]["command"]
+    # the loss weighting and dropout are the new run's own: not an architecture mismatch
+    retuned = tr.RnntConfig(**{**TINY.to_dict(), "lid_weight": 3.0, "dropout": 0.1})
+    card = tr.train(corpus, tmp_path / "retuned.pt", cfg=retuned, steps=1, eval_every=1, seed=7, init_from=tmp_path / "a.pt", **KW)
+    assert card["config"]["lid_weight"] == 3.0 and card["config"]["dropout"] == 0.1
+    assert "--init-from a.pt" in card["training"]["command"]
     other = tr.RnntConfig(**{**TINY.to_dict(), "enc_hidden": 16})
     with pytest.raises(ValueError, match="--init-from"):
         tr.train(corpus, tmp_path / "b.pt", cfg=other, steps=2, init_from=tmp_path / "a.pt", **KW)
