@@ -100,16 +100,19 @@ def evaluate_model(method: str, path: Path, corpus: Any, *, median_s: float | No
     row["score_s"] = round(time.monotonic() - t0, 1)
     row["training"] = {k: tr.get(k) for k in ("epochs", "steps", "batch_per_subset", "seed", "wall_time_s", "best_epoch", "best_val_event_f1",
                                              "synthetic_holdout", "pseudo_stats", "grl_schedule", "corpus_command", "runs", "tri_epochs",
-                                             "pseudo_threshold", "pseudo_negative")}  # fmt: skip
+                                             "pseudo_threshold", "pseudo_negative", "relabel_every")}  # fmt: skip
     row["validation"] = {k: card.get("metrics", {}).get("validation", {}).get(k) for k in ("event_f1", "segment_f1", "psds1")}
     return row
 
 
-def _pseudo_rule(row: dict[str, Any]) -> tuple[float, float]:
-    """(positive, negative) pseudo-label thresholds of a row's model (cards before the option: the paper's 0.5 rule)."""
+def _pseudo_rule(row: dict[str, Any]) -> tuple[float, float, int]:
+    """(positive, negative) pseudo-label thresholds and relabelling interval of a row's model.
+
+    Cards from before the options: the paper's 0.5 rule and a single labelling (0)."""
     tr = row["training"]
     pos = 0.5 if tr.get("pseudo_threshold") is None else float(tr["pseudo_threshold"])
-    return pos, round(1.0 - pos if tr.get("pseudo_negative") is None else float(tr["pseudo_negative"]), 6)
+    neg = round(1.0 - pos if tr.get("pseudo_negative") is None else float(tr["pseudo_negative"]), 6)
+    return pos, neg, int(tr.get("relabel_every") or 0)
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -199,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                 summary["target_equal_steps"] = {"what": f"Adv.time+Tri against a baseline trained for the same {steps} steps ({peers[0]['name']})",
                                                  "gain": g, "met": bool(g >= TARGET_GAIN)}  # fmt: skip
                 # several seeds (extra rows of the same method and steps, e.g. "adv-time+tri@seed 1"): compare the means
-                # (only rows of the same recipe: a row with other pseudo-label thresholds is a variant, not another seed)
+                # (only rows of the same recipe: a row with other pseudo-label thresholds or relabelling is a variant, not another seed)
                 rule = _pseudo_rule(by["adv-time+tri"])
                 tri = [by["adv-time+tri"]] + [r for r in extra if r["method"] == "adv-time+tri" and r["training"].get("steps") == steps
                                               and _pseudo_rule(r) == rule]  # fmt: skip

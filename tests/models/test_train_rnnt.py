@@ -416,3 +416,44 @@ def test_weights_from_last_and_the_rewrite_on_resume(corpus, tmp_path):
     assert all(torch.equal(v, ck["best_state"][k]) for k, v in model2.state_dict().items())
     with pytest.raises(ValueError, match="--weights-from"):
         tr.train(corpus, tmp_path / "m.pt", weights_from="middle", **kw)
+
+
+def test_offline_lid_benchmark(corpus, tmp_path, capsys):
+    """benchmarks/rnnt_lid_offline.py: decisions from the encoder and LID head, confusion matrices, errors."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("rnnt_bench_lid", Path(__file__).resolve().parents[2] / "benchmarks" / "rnnt_lid_offline.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    gru = tr.RnntConfig(**{**TINY.to_dict(), "lid_hidden": 8})  # a recurrent head, as the shipped model's
+    tr.train(corpus, tmp_path / "lid.pt", cfg=gru, steps=6, eval_every=6, seed=1, **KW)
+    out = tmp_path / "lid.json"
+    assert bench.main(["--corpus", str(corpus), "--model", f"tiny={tmp_path / 'lid.pt'}", "--limit", "2", "--out", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert str(tmp_path) not in json.dumps(res) and res["corpus_command"] == "fake tones (tests)"
+    (row,) = res["rows"]
+    assert row["model"] == "tiny" and row["file"] == "lid.pt" and set(row["splits"]) == {"dev", "test"}
+    model, _ = load_model(tmp_path / "lid.pt")
+    utts = bench.pick(tr.AsrCorpus(corpus).split("test"), ["en", "hi"], 2)
+    with torch.inference_mode():  # the last-frame rule by hand, stepping the LID head frame by frame as the streaming block does
+        want = []
+        for lm in tr.compute_logmel(utts):
+            enc, state = model.encode(tr.stacked(lm)[None]), None
+            for t in range(enc.shape[1]):
+                logit, state = model.lid_step(enc[:, t : t + 1], state)
+            want.append(int(logit[0, -1].argmax()))
+    test = row["splits"]["test"]
+    ref = [u.lang for u in utts]
+    conf = np.zeros((2, 2), dtype=int)
+    np.add.at(conf, (ref, want), 1)
+    assert test["utterances"] == 4 and test["last"]["confusion"] == conf.tolist()
+    for rule in ("last", "mean"):
+        c = np.array(test[rule]["confusion"])
+        assert c.sum() == 4 and test[rule]["accuracy"] == round(100.0 * np.trace(c) / 4, 2)
+    ms = tr.RnntConfig(**{**TINY.to_dict(), "variant": "multisoftmax"})
+    tr.train(corpus, tmp_path / "ms.pt", cfg=ms, steps=1, eval_every=1, seed=1, **KW)
+    for args, msg in ((["--model", str(tmp_path / "lid.pt")], "NAME=PATH"), (["--model", f"ms={tmp_path / 'ms.pt'}"], "no LID head")):
+        with pytest.raises(SystemExit):
+            bench.main(["--corpus", str(corpus), *args, "--out", str(tmp_path / "bad.json")])
+        assert msg in capsys.readouterr().err
