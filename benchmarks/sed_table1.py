@@ -105,7 +105,7 @@ def evaluate_model(method: str, path: Path, corpus: Any, *, median_s: float | No
     return row
 
 
-def _pseudo_rule(row: dict[str, Any]) -> tuple[float, float, int]:
+def _tri_recipe(row: dict[str, Any]) -> tuple[float, float, int]:
     """(positive, negative) pseudo-label thresholds and relabelling interval of a row's model.
 
     Cards from before the options: the paper's 0.5 rule and a single labelling (0)."""
@@ -203,9 +203,9 @@ def main(argv: list[str] | None = None) -> int:
                                                  "gain": g, "met": bool(g >= TARGET_GAIN)}  # fmt: skip
                 # several seeds (extra rows of the same method and steps, e.g. "adv-time+tri@seed 1"): compare the means
                 # (only rows of the same recipe: a row with other pseudo-label thresholds or relabelling is a variant, not another seed)
-                rule = _pseudo_rule(by["adv-time+tri"])
+                rule = _tri_recipe(by["adv-time+tri"])
                 tri = [by["adv-time+tri"]] + [r for r in extra if r["method"] == "adv-time+tri" and r["training"].get("steps") == steps
-                                              and _pseudo_rule(r) == rule]  # fmt: skip
+                                              and _tri_recipe(r) == rule]  # fmt: skip
                 if len(tri) > 1 or len(peers) > 1:
                     mt = sum(r["real"]["event_f1"] for r in tri) / len(tri)
                     mb = sum(r["real"]["event_f1"] for r in peers) / len(peers)

@@ -522,9 +522,9 @@ def _ckpt_config(d: Any) -> dict[str, Any] | None:
 TRAINING_ONLY_CONFIG = ("lid_weight", "lid_detach_encoder", "dropout")
 
 
-def _arch(cfg: dict[str, Any]) -> dict[str, Any]:
-    """The architecture part of a config dict (without :data:`TRAINING_ONLY_CONFIG`)."""
-    return {k: v for k, v in cfg.items() if k not in TRAINING_ONLY_CONFIG}
+def _arch(cfg: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The architecture part of a config dict (without :data:`TRAINING_ONLY_CONFIG`); None stays None."""
+    return None if cfg is None else {k: v for k, v in cfg.items() if k not in TRAINING_ONLY_CONFIG}
 
 
 def _init_ctc_from(ctc: CtcHeads, init_from: Path, cfg: RnntConfig) -> str:
