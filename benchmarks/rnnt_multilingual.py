@@ -282,6 +282,8 @@ def measure(name: str, mode: str, path: str | dict[str, str], utts: list[Utt], a
         wall += blk.blk_wall
         audio_s += a
     row = {"model": name, "mode": mode, **{k: (None if isinstance(v, float) and math.isinf(v) else v) for k, v in params.items()}}
+    if row.get("lexicon") not in (None, "system"):  # a directory: no machine paths in the results
+        row["lexicon"] = Path(str(row["lexicon"])).name
     row.update(score(utts, finals, langs))
     if per_lang:  # one decoder, the reference language: LID accuracy is 100 % by construction
         row["lid_acc"], row["lid_acc_avg"] = None, None
@@ -336,6 +338,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="lid models: one more LID-free row choosing the language by the last frame's LID posterior (lid_select=last) instead of the mean")  # fmt: skip
     ap.add_argument("--beam", type=int, default=4)
     ap.add_argument("--max-symbols", type=int, default=3)
+    ap.add_argument("--lexicon", default=None, metavar="SPEC",
+                    help="lexicon-constrained decoding: 'system' (the Debian word lists the corpus draws from), 'corpus' "
+                    "(the corpus's vocab/<lang>.words.txt of a --words N corpus, else 'system'), or a directory of <lang>.words.txt")  # fmt: skip
+    ap.add_argument("--word-penalty", type=float, default=0.0, help="with --lexicon: log-probability subtracted per word")
     ap.add_argument("--trim", type=float, default=None, metavar="SECONDS",
                     help="cut each utterance to its speech (corpus speech_start/stop) +- SECONDS before tagging "
                     "(default: whole files, with their silence)")  # fmt: skip
@@ -391,7 +397,12 @@ def _run(a: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
     audio = {u.id: read_audio(u) for u in {u.id: u for u in utts + sweep_utts}.values()}
     if a.trim is not None:
         audio = trim_to_speech(corpus, a.split, audio, a.trim)
-    base = {"beam": a.beam, "max_symbols_per_frame": a.max_symbols, "utterance_mode": "tags"}
+    base: dict[str, Any] = {"beam": a.beam, "max_symbols_per_frame": a.max_symbols, "utterance_mode": "tags"}
+    lexicon = a.lexicon
+    if lexicon == "corpus":
+        lexicon = str(a.corpus / "vocab") if any((a.corpus / "vocab").glob("*.words.txt")) else "system"
+    if lexicon is not None:
+        base.update(lexicon=lexicon, word_penalty=a.word_penalty)
     rows: list[dict[str, Any]] = []
     models: dict[str, Any] = {}
     if a.mono:
@@ -415,7 +426,7 @@ def _run(a: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
                 rows.append(measure(name, "lid-free", path, utts, audio, langs, **base, tau_frames=None, s_th=None))
             if a.lid_last and cfg.has_lid:
                 rows.append(measure(name, "lid-free", path, utts, audio, langs, **base, tau_frames=None, s_th=None, lid_select="last"))
-        print(fmt_rows(rows[-(3 if a.lid_last and cfg.has_lid else 2):], langs), flush=True)
+        print(fmt_rows(rows[-(3 if a.lid_last and cfg.has_lid else 2) :], langs), flush=True)
         if a.sweep and cfg.has_lid:
             done: dict[tuple[float, float], dict[str, Any]] = {}
             for tau in TAUS:
@@ -441,9 +452,12 @@ def _run(a: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
             "beam": a.beam,
             "max_symbols_per_frame": a.max_symbols,
             "chunk_ms": CHUNK * 1000 // RATE,
+            "lexicon": None if lexicon is None else ("system word lists" if lexicon == "system" else "corpus vocab/<lang>.words.txt"),
+            "word_penalty": a.word_penalty if lexicon is not None else None,
             "threads": 1,
             "utterances": "reference boundaries as sk:speech tags (oracle SAD), one stream per run",
-            "boundaries": "whole corpus files (with their leading/trailing silence)" if a.trim is None
+            "boundaries": "whole corpus files (with their leading/trailing silence)"
+            if a.trim is None
             else f"speech only: the corpus records' speech_start/speech_stop +- {a.trim:g} s",
         },  # fmt: skip
         "units": "WER and LID accuracy in %; decoder_cpu_per_audio_s and rt_* in seconds per second of audio; tau in 30 ms frames",

@@ -101,7 +101,7 @@ def cmd_monitor(a: argparse.Namespace) -> int:
         print(f"streamkit {streamkit.__version__}: monitoring {where} for {a.duration:g} s of stream time; events -> {a.events}/", flush=True)
     res = run_monitor(stations, duration=a.duration, events_dir=a.events, record_dir=a.record, password=a.password or "",
                       compression=a.compression, console=not a.quiet, stall_s=a.stall, max_retries=a.max_retries,
-                      detectors=_sad_detectors(a.sad) + (("asr",) if a.asr else ()) + (("sed",) if a.sed else ()))  # fmt: skip
+                      detectors=_sad_detectors(a.sad) + (("asr",) if a.asr else ()) + (("sed",) if a.sed else ()), asr_options=_asr_options(a))  # fmt: skip
     if a.quiet:
         for st in res["stations"].values():
             print(_summary_line(st))
@@ -186,6 +186,8 @@ def cmd_eval(a: argparse.Namespace) -> int:
 
 # --- SAD choice of monitor/mic (--sad) ------------------------------------------------------------
 SAD_CHOICES = ["energy", "stat", "dnn", "both", "all"]
+ASR_LEXICON_HELP = ("with --asr: decode only words of a word list, 'system' (the Debian dictionaries the ASR corpus is drawn from) "
+                    "or a directory of <lang>.words.txt files (see `streamkit transcribe --lexicon`)")  # fmt: skip
 SAD_HELP = ("speech activity detector: energy (baseline, default), stat (the statistical SAD, dsp.stat_sad), dnn (the CNN-GRU SAD, "
             "models.sad_dnn), both (stat and dnn) or all (energy, stat and dnn)")  # fmt: skip
 
@@ -243,6 +245,14 @@ def cmd_emulate(a: argparse.Namespace) -> int:
     return int(emulator_main(list(a.args)) or 0)
 
 
+def _asr_options(a: argparse.Namespace) -> dict[str, Any]:
+    """``models.rnnt_asr`` parameters from ``--asr-lexicon`` (monitor, mic)."""
+    from streamkit.models.transcribe import DEFAULT_LEXICON_BEAM, DEFAULT_WORD_PENALTY
+
+    lex = getattr(a, "asr_lexicon", None)
+    return {} if lex is None else {"lexicon": lex, "word_penalty": DEFAULT_WORD_PENALTY, "beam": DEFAULT_LEXICON_BEAM}
+
+
 def cmd_mic(a: argparse.Namespace) -> int:
     g = Graph("mic")
     src = g.add(_registry_block("io.mic", device=a.device, rate=a.rate, channels=1), name="mic")
@@ -261,7 +271,8 @@ def cmd_mic(a: argparse.Namespace) -> int:
 
         gate = g.add(_registry_block("dsp.speech_gate", events="stat" not in dets), name="asr_sad")
         g.connect(lvl, gate)
-        g.connect(gate, g.add(_registry_block("models.rnnt_asr", model=str(_asr_weights()), tau_frames=30, s_th=0.5, lid_select="auto", pre_roll_s=0.1), name="asr"))
+        g.connect(gate, g.add(_registry_block("models.rnnt_asr", model=str(_asr_weights()), tau_frames=30, s_th=0.5, lid_select="auto", pre_roll_s=0.1,
+                                              **_asr_options(a)), name="asr"))  # fmt: skip
     if getattr(a, "sed", False):
         from streamkit.monitor import _sed_weights
 
@@ -384,6 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--max-retries", type=int, default=None, help="give a station up after N failed reconnects in a row (default: retry forever)")
     m.add_argument("--sad", choices=SAD_CHOICES, default="energy", help=SAD_HELP)
     m.add_argument("--asr", action="store_true", help="also transcribe: statistical SAD (dsp.speech_gate) -> multilingual streaming RNN-T (models.rnnt_asr)")
+    m.add_argument("--asr-lexicon", default=None, metavar="SPEC", help=ASR_LEXICON_HELP)
     m.add_argument("--sed", action="store_true", help="also detect sound events (models.sed, 10 s windows every 1 s, at 16 kHz)")
     m.add_argument("--quiet", action="store_true", help="no live view; print a one-line summary per station")
     m.set_defaults(func=cmd_monitor)
@@ -438,6 +450,7 @@ def build_parser() -> argparse.ArgumentParser:
     mic.add_argument("--chunk-ms", type=float, default=20.0)
     mic.add_argument("--sad", choices=SAD_CHOICES, default="energy", help=SAD_HELP)
     mic.add_argument("--asr", action="store_true", help="also transcribe (statistical SAD -> multilingual streaming RNN-T)")
+    mic.add_argument("--asr-lexicon", default=None, metavar="SPEC", help=ASR_LEXICON_HELP)
     mic.add_argument("--sed", action="store_true", help="also detect sound events (models.sed at 16 kHz)")
     mic.set_defaults(func=cmd_mic)
 

@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -68,8 +69,12 @@ def build_station_graph(
     record_dir: str | Path | None = None,
     detectors: tuple[str, ...] = ("energy",),
     out_rate: int = 8000,
+    asr_options: Mapping[str, Any] | None = None,
 ) -> Graph:
-    """One station's graph: Kiwi -> resample to ``out_rate`` -> level meter -> detectors."""
+    """One station's graph: Kiwi -> resample to ``out_rate`` -> level meter -> detectors.
+
+    ``asr_options``: more ``models.rnnt_asr`` parameters for the ``asr`` detector (e.g. ``lexicon``).
+    """
     name = name or station_name(params)
     g = Graph(name)
     kiwi = g.add(lookup("io.kiwi")(**params), name="kiwi")
@@ -97,7 +102,7 @@ def build_station_graph(
             gate = g.add(lookup("dsp.speech_gate")(events="stat" not in detectors), name="asr_sad")
             g.connect(last, gate)
             g.connect(gate, g.add(lookup("models.rnnt_asr")(model=str(_asr_weights()), tau_frames=30, s_th=0.5, lid_select="auto",
-                                                      pre_roll_s=0.1), name="asr"))
+                                                      pre_roll_s=0.1, **dict(asr_options or {})), name="asr"))
             continue
         elif d == "sed":  # sound event detection at 16 kHz, from the receiver's own rate (not the 8 kHz branch)
             _sed_weights()
@@ -303,6 +308,7 @@ def run_monitor(
     stall_s: float = 10.0,
     max_retries: int | None = None,
     detectors: tuple[str, ...] = ("energy",),
+    asr_options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Monitor ``stations`` (or the built-in emulator) for ``duration`` s of stream time."""
     emu = None
@@ -321,7 +327,7 @@ def run_monitor(
         for s in specs:
             p = parse_station(s)
             p.update(password=password, compression=compression, stall_s=stall_s, max_retries=max_retries, backoff_initial_s=0.5)
-            g = build_station_graph(p, events_dir=events_dir, record_dir=record_dir, detectors=detectors)
+            g = build_station_graph(p, events_dir=events_dir, record_dir=record_dir, detectors=detectors, asr_options=asr_options)
             if con is not None:
                 g.subscribe(con)
             runners.append(Runner(g, RealTime(), duration=duration, stats_interval_s=1.0))

@@ -64,3 +64,29 @@ def test_monitor_sed_without_weights_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(streamkit.models, "SED_WEIGHTS", tmp_path / "absent.pt", raising=False)
     with pytest.raises(ConfigError, match="SED weights"):
         build_station_graph({"host": "127.0.0.1", "port": 1, "freq_khz": 7100, "mode": "lsb"}, detectors=("sed",))
+
+
+def test_monitor_asr_lexicon_keeps_the_words_in_the_lists(tmp_path, monkeypatch):
+    import argparse
+    from pathlib import Path
+
+    from streamkit.cli import _asr_options
+    from streamkit.models.transcribe import DEFAULT_LEXICON_BEAM, DEFAULT_WORD_PENALTY
+
+    assert _asr_options(argparse.Namespace(asr_lexicon=None)) == {}
+    opts = _asr_options(argparse.Namespace(asr_lexicon=str(tmp_path / "lex")))
+    assert opts == {"lexicon": str(tmp_path / "lex"), "word_penalty": DEFAULT_WORD_PENALTY, "beam": DEFAULT_LEXICON_BEAM}
+    lists = {"en": ["a", "ab", "abcb", "de", "d"], "hi": ["kl", "mn", "m"], "ta": ["p", "pq", "st", "s"]}
+    (tmp_path / "lex").mkdir()
+    for lg, ws in lists.items():
+        (tmp_path / "lex" / f"{lg}.words.txt").write_text("\n".join(ws) + "\n", encoding="utf-8")
+    monkeypatch.setattr(streamkit.models, "RNNT_WEIGHTS", Path(make_model(tmp_path)))
+    res = run_monitor(
+        [], duration=7.0, events_dir=str(tmp_path / "ev"), console=False, detectors=("stat", "asr"), asr_options={**opts, "word_penalty": 0.2}
+    )
+    assert not res["failures"] and not res["fatal"]
+    f = next(p for p in (tmp_path / "ev").glob("*.jsonl") if "7100lsb" in p.name)
+    finals = [e["payload"] for e in map(json.loads, f.read_text().splitlines()) if e["kind"] == "asr.final"]
+    assert finals and any(d["words"] for d in finals)
+    for d in finals:
+        assert all(w["text"] in lists[d["lang"]] for w in d["words"]), d

@@ -63,13 +63,14 @@ any grouping (tested: frame by frame equals one shot).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from streamkit.models.rnnt import BLANK, RnntModel
+from streamkit.models.rnnt_lexicon import Lexicon
 
 __all__ = [
     "Hyp",
@@ -110,6 +111,7 @@ class Hyp:
         h, c: prediction LSTM state, each (pred_layers, pred_hidden).
         best: log-probability of the best single alignment merged into this hypothesis (decides
             whose ``frames`` are kept).
+        node: its node in the search's :class:`~streamkit.models.rnnt_lexicon.Lexicon` (0 without one).
     """
 
     tokens: tuple[int, ...]
@@ -119,6 +121,7 @@ class Hyp:
     h: torch.Tensor
     c: torch.Tensor
     best: float = field(default=-INF)
+    node: int = 0
 
 
 def _sort_key(h: Hyp) -> tuple[float, tuple[int, ...]]:
@@ -160,9 +163,11 @@ class BeamSearch:
         lang: language index (None for ``vanilla``: the union vocabulary).
         beam: beam width (1: greedy).
         max_symbols_per_frame: at most this many labels per encoder frame (>= 1).
+        lexicon: restrict the hypotheses to word sequences of this trie (``rnnt_lexicon.py``; its
+            ``n_symbols`` must be the joint's width for ``lang``).
     """
 
-    def __init__(self, model: RnntModel, lang: int | None, *, beam: int = 4, max_symbols_per_frame: int = 3) -> None:
+    def __init__(self, model: RnntModel, lang: int | None, *, beam: int = 4, max_symbols_per_frame: int = 3, lexicon: Lexicon | None = None) -> None:
         if int(beam) < 1:
             raise ValueError(f"beam must be >= 1, got {beam}")
         if int(max_symbols_per_frame) < 1:
@@ -173,6 +178,11 @@ class BeamSearch:
         self.lang = None if lang is None else int(lang)
         self.beam = int(beam)
         self.max_symbols = int(max_symbols_per_frame)
+        if lexicon is not None:
+            width = model.cfg.output_size(0 if self.lang is None else self.lang)
+            if lexicon.n_symbols != width:
+                raise ValueError(f"lexicon has {lexicon.n_symbols} symbols, the joint of language {self.lang} {width}")
+        self.lexicon = lexicon
         self.hyps: list[Hyp] = []
         self.t = 0
         self.reset()
@@ -190,6 +200,12 @@ class BeamSearch:
 
     @property
     def best(self) -> Hyp:
+        """The best hypothesis; with a lexicon the best *complete* one (ending between words), if the
+        beam holds one."""
+        if self.lexicon is not None:
+            for h in self.hyps:
+                if self.lexicon.complete(h.node):
+                    return h
         return self.hyps[0]
 
 
@@ -214,6 +230,8 @@ def _advance(model: RnntModel, searches: Sequence[BeamSearch], encs: Sequence[to
             enc = encs[i].reshape(1, -1)
             preds = torch.stack([hy.pred for hy in hyps])
             lp = model.joint(enc, preds, s.lang).log_softmax(-1).to(torch.float64)  # (n, V)
+            if s.lexicon is not None:
+                lp = lp + s.lexicon.mask([hy.node for hy in hyps])
             B = outs[i]
             last = k >= s.max_symbols
             if s.beam == 1:  # greedy: the single path's arg-max
@@ -222,7 +240,7 @@ def _advance(model: RnntModel, searches: Sequence[BeamSearch], encs: Sequence[to
                 a = int(torch.argmax(row))
                 if last or a == BLANK:
                     sc = hy.score + float(row[BLANK])
-                    B[hy.tokens] = Hyp(hy.tokens, hy.frames, sc, hy.pred, hy.h, hy.c, sc)
+                    B[hy.tokens] = Hyp(hy.tokens, hy.frames, sc, hy.pred, hy.h, hy.c, sc, hy.node)
                 else:
                     new_rows.append((i, hy, a, hy.score + float(row[a]), hy.best + float(row[a])))
                 continue
@@ -232,10 +250,10 @@ def _advance(model: RnntModel, searches: Sequence[BeamSearch], encs: Sequence[to
                 bs = hy.best + lb
                 old = B.get(hy.tokens)
                 if old is None:
-                    B[hy.tokens] = Hyp(hy.tokens, hy.frames, sc, hy.pred, hy.h, hy.c, bs)
+                    B[hy.tokens] = Hyp(hy.tokens, hy.frames, sc, hy.pred, hy.h, hy.c, bs, hy.node)
                 else:
                     keep = old if old.best >= bs else hy
-                    B[hy.tokens] = Hyp(hy.tokens, keep.frames, log_add(old.score, sc), keep.pred, keep.h, keep.c, max(old.best, bs))
+                    B[hy.tokens] = Hyp(hy.tokens, keep.frames, log_add(old.score, sc), keep.pred, keep.h, keep.c, max(old.best, bs), hy.node)
             if last:
                 continue
             V = lp.shape[1]
@@ -261,8 +279,9 @@ def _advance(model: RnntModel, searches: Sequence[BeamSearch], encs: Sequence[to
         out, hh, cc = batched_predict(model, [r[2] for r in new_rows], [searches[r[0]].lang for r in new_rows], h, c)
         level = [[] for _ in searches]
         for j, (i, parent, tok, sc, bs) in enumerate(new_rows):
-            t = searches[i].t
-            level[i].append(Hyp(parent.tokens + (tok,), parent.frames + (t,), sc, out[j], hh[:, j], cc[:, j], bs))
+            s = searches[i]
+            node = 0 if s.lexicon is None else s.lexicon.step(parent.node, tok)
+            level[i].append(Hyp(parent.tokens + (tok,), parent.frames + (s.t,), sc, out[j], hh[:, j], cc[:, j], bs, node))
     for i, s in enumerate(searches):
         s.hyps = sorted(outs[i].values(), key=_sort_key)[: s.beam]
         s.t += 1
@@ -407,6 +426,9 @@ class MultiDecoder:
         use_lid: use the model's LID head (default: when it has one).
         lid_select: the end-of-utterance language choice among the survivors, ``"mean"`` (highest
             average LID posterior, the paper) or ``"last"`` (highest posterior of the last frame).
+        lexicons: word-list tries (:func:`streamkit.models.rnnt_lexicon.model_lexicons`) keyed by
+            language index (``None`` for ``vanilla``'s single search); a language without one
+            decodes unconstrained.
     """
 
     def __init__(
@@ -420,6 +442,7 @@ class MultiDecoder:
         languages: Sequence[int] | None = None,
         use_lid: bool | None = None,
         lid_select: str = "mean",
+        lexicons: Mapping[int | None, Lexicon] | None = None,
     ) -> None:
         cfg = model.cfg
         if lid_select not in LID_SELECTS:
@@ -436,7 +459,8 @@ class MultiDecoder:
             if not ls or ls[0] < 0 or ls[-1] >= cfg.n_lang:
                 raise ValueError(f"languages must be a non-empty subset of 0..{cfg.n_lang - 1}, got {languages}")
             self.langs = list(ls)
-        self.searches = [BeamSearch(model, lg, beam=beam, max_symbols_per_frame=max_symbols_per_frame) for lg in self.langs]
+        lex = dict(lexicons or {})
+        self.searches = [BeamSearch(model, lg, beam=beam, max_symbols_per_frame=max_symbols_per_frame, lexicon=lex.get(lg)) for lg in self.langs]
         started = [0] if cfg.variant == "vanilla" else [int(x) for x in self.langs]  # type: ignore[arg-type]
         self.lid = LidShutoff(1 if cfg.variant == "vanilla" else cfg.n_lang, tau=tau, s_th=s_th, started=started)
         self.beam = int(beam)
@@ -499,13 +523,13 @@ class MultiDecoder:
             lg = self.lid.select(self.lid_select)
             return next(i for i, s in enumerate(self.searches) if s.lang == lg)
         on = [i for i, s in enumerate(self.searches) if self.lid.active[self._slot(s)]]
-        return max(on, key=lambda i: (self.searches[i].hyps[0].score, -i))
+        return max(on, key=lambda i: (self.searches[i].best.score, -i))
 
     def result(self) -> DecodeResult:
         """The current best hypothesis (partial during an utterance, final at its end)."""
         i = self.choose()
         s = self.searches[i]
-        hy = s.hyps[0]
+        hy = s.best
         tot = -INF
         for h in s.hyps:
             tot = log_add(tot, h.score)
@@ -531,6 +555,6 @@ class MultiDecoder:
             t_avg=self.lid.t_avg,
             lid_posterior=lid_post,
             off_frame=tuple(self.lid.off_frame),
-            lang_scores={self._slot(x): x.hyps[0].score for x in self.searches},
+            lang_scores={self._slot(x): x.best.score for x in self.searches},
             lid_last=lid_last,
         )

@@ -28,6 +28,9 @@ from streamkit.core.errors import StreamkitError
 EXIT_USAGE = 2
 EXIT_FAILED = 1
 RATE = 8000
+# With --lexicon: the beam and word penalty chosen on the dev split (benchmarks/rnnt_lexicon_grid.py, README #6)
+DEFAULT_LEXICON_BEAM = 16
+DEFAULT_WORD_PENALTY = 3.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -36,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--weights", default=None, metavar="PT", help="RNN-T weight file (default: the shipped multi-softmax LID model)")
     parser.add_argument("--json", action="store_true", help="JSON Lines: one object per utterance")
     parser.add_argument("--sad", choices=("stat", "none"), default="stat", help="utterances from the statistical SAD (default) or none")
-    parser.add_argument("--beam", type=int, default=4, help="beam width of each language's search (default 4; 1 = greedy)")
+    parser.add_argument("--beam", type=int, default=None,
+                        help=f"beam width of each language's search (default 4, with --lexicon {DEFAULT_LEXICON_BEAM}; 1 = greedy)")  # fmt: skip
     parser.add_argument("--tau", type=float, default=30.0, help="LID shutoff: frames (30 ms) before a decoder may be switched off (default 30; inf = never)")
     parser.add_argument("--s-th", type=float, default=0.5, help="LID shutoff: margin of the cumulative LID log-posterior (default 0.5; inf = never)")
     parser.add_argument("--lid-select", choices=("auto", "mean", "last"), default="auto",
@@ -46,6 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--pre-roll-s", type=float, default=0.1, help="start each utterance this much before the SAD's start (default 0.1 s)")
     parser.add_argument("--max-utterance-s", type=float, default=30.0, help="cut utterances longer than this (default 30 s)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser.add_argument("--lexicon", default=None, metavar="SPEC",
+                        help="decode only words of a word list: 'system' (the Debian dictionaries the training corpus was drawn from) "
+                             "or a directory of <lang>.words.txt files (default: free spelling)")  # fmt: skip
+    parser.add_argument("--word-penalty", type=float, default=None,
+                        help=f"with --lexicon: log-probability subtracted per word (default {DEFAULT_WORD_PENALTY:g})")  # fmt: skip
     return parser
 
 
@@ -65,7 +74,7 @@ def default_weights() -> Path:
 
 def transcribe_array(x: Any, weights: str | Path, *, sad: str = "stat", beam: int = 4, tau: float | None = 30.0, s_th: float | None = 0.5,
                      languages: list[str] | None = None, lid_select: str = "auto", pre_roll_s: float = 0.1, max_utterance_s: float = 30.0,
-                     threads: int = 1) -> tuple[list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
+                     threads: int = 1, lexicon: str | None = None, word_penalty: float = 0.0) -> tuple[list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
     """Transcribe float32 mono 8 kHz audio ``x``: (one dict per utterance, runner stats)."""
     import numpy as np
 
@@ -79,7 +88,7 @@ def transcribe_array(x: Any, weights: str | Path, *, sad: str = "stat", beam: in
     src = g.add(VectorSource(samples=np.asarray(x, np.float32), rate=RATE, sizes=1600), name="src")
     asr = RnntAsr(model=str(weights), beam=beam, tau_frames=tau, s_th=s_th, languages=languages, threads=threads, lid_select=lid_select,
                   utterance_mode="tags" if sad == "stat" else "always", pre_roll_s=pre_roll_s if sad == "stat" else 0.0,
-                  max_utterance_s=max_utterance_s, name="asr")  # fmt: skip
+                  max_utterance_s=max_utterance_s, lexicon=lexicon, word_penalty=word_penalty, name="asr")  # fmt: skip
     if sad == "stat":
         gate = g.add(SpeechGate(events=False), name="sad")
         g.chain(src, gate, g.add(asr, name="asr"))
@@ -117,16 +126,32 @@ def run_from_args(ns: argparse.Namespace) -> int:
         _err(f"no RNN-T weights at {weights}" + ("" if ns.weights else
              " (this build ships none yet): train a model with `streamkit train rnnt --variant lid --corpus DIR --out rnnt_lid.pt` and pass --weights"))  # fmt: skip
         return EXIT_USAGE
-    if ns.beam < 1 or ns.threads < 1 or ns.max_utterance_s <= 0 or ns.pre_roll_s < 0 or ns.tau < 0 or ns.s_th < 0:
+    beam = (DEFAULT_LEXICON_BEAM if ns.lexicon is not None else 4) if ns.beam is None else ns.beam
+    if beam < 1 or ns.threads < 1 or ns.max_utterance_s <= 0 or ns.pre_roll_s < 0 or ns.tau < 0 or ns.s_th < 0:
         _err("--beam and --threads must be >= 1, --max-utterance-s > 0, --pre-roll-s, --tau and --s-th >= 0")
+        return EXIT_USAGE
+    if ns.word_penalty is not None and ns.lexicon is None:
+        _err("--word-penalty needs --lexicon")
+        return EXIT_USAGE
+    penalty = DEFAULT_WORD_PENALTY if ns.word_penalty is None else ns.word_penalty
+    if not (0 <= penalty < math.inf):
+        _err(f"--word-penalty must be finite and >= 0, got {penalty:g}")
         return EXIT_USAGE
     try:  # a corrupt or foreign weight file is a usage error, reported once
         from streamkit.models.rnnt import load_model
 
-        load_model(weights)
+        model, _ = load_model(weights)
     except (StreamkitError, ValueError, OSError) as exc:
         _err(str(exc).splitlines()[0])
         return EXIT_USAGE
+    if ns.lexicon is not None:
+        from streamkit.models.rnnt_lexicon import word_lists
+
+        try:  # a missing dictionary or directory is a usage error, reported before any file
+            word_lists(ns.lexicon, list(model.cfg.languages))
+        except ValueError as exc:
+            _err(f"--lexicon: {exc}")
+            return EXIT_USAGE
     try:
         files = _collect(list(ns.paths))
     except FileNotFoundError as exc:
@@ -142,8 +167,9 @@ def run_from_args(ns: argparse.Namespace) -> int:
         try:
             audio = ss.load_audio(f)
             t0 = time.process_time()
-            utts, _ = transcribe_array(audio.x, weights, sad=ns.sad, beam=ns.beam, tau=_inf_none(ns.tau), s_th=_inf_none(ns.s_th), languages=langs, lid_select=ns.lid_select,
-                                       pre_roll_s=ns.pre_roll_s, max_utterance_s=ns.max_utterance_s, threads=ns.threads)  # fmt: skip
+            utts, _ = transcribe_array(audio.x, weights, sad=ns.sad, beam=beam, tau=_inf_none(ns.tau), s_th=_inf_none(ns.s_th), languages=langs, lid_select=ns.lid_select,
+                                       pre_roll_s=ns.pre_roll_s, max_utterance_s=ns.max_utterance_s, threads=ns.threads,
+                                       lexicon=ns.lexicon, word_penalty=penalty)  # fmt: skip
             cpu = time.process_time() - t0
         except (StreamkitError, ValueError, OSError) as exc:
             msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

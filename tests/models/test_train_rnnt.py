@@ -457,3 +457,59 @@ def test_offline_lid_benchmark(corpus, tmp_path, capsys):
         with pytest.raises(SystemExit):
             bench.main(["--corpus", str(corpus), *args, "--out", str(tmp_path / "bad.json")])
         assert msg in capsys.readouterr().err
+
+
+def test_lexicon_grid_benchmark(corpus, tmp_path, capsys):
+    """benchmarks/rnnt_lexicon_grid.py: WER per grid point equals decoding by hand; bad grids are usage errors."""
+    import importlib.util
+    from pathlib import Path
+
+    import jiwer
+
+    from streamkit.models.rnnt_lexicon import model_lexicons, word_lists
+    from streamkit.models.rnnt_stream import symbol_tables
+
+    spec = importlib.util.spec_from_file_location("rnnt_bench_grid", Path(__file__).resolve().parents[2] / "benchmarks" / "rnnt_lexicon_grid.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    from streamkit.models.rnnt import BLANK, save_model
+    from streamkit.models.rnnt_search import MultiDecoder
+
+    tr.train(corpus, tmp_path / "m0.pt", cfg=TINY, steps=6, eval_every=6, seed=1, **KW)
+    model, meta = load_model(tmp_path / "m0.pt")
+    with torch.no_grad():  # a talkative model, so that there are words to constrain
+        for j in model.joints:
+            j.out.bias[BLANK] -= 4.0
+    save_model(tmp_path / "m.pt", model, meta=meta)
+    lex = tmp_path / "lex"
+    lex.mkdir()
+    for lg in ("en", "hi"):  # the words of the test transcripts and a few others
+        ws = {w for r in tr.asr_corpus.read_jsonl(corpus / "test.jsonl") if r["lang"] == lg for w in r["text"].split()}
+        (lex / f"{lg}.words.txt").write_text("\n".join(sorted(ws | {LETTERS[lg][0] * 3})) + "\n", encoding="utf-8")
+    out = tmp_path / "grid.json"
+    args = ["--corpus", str(corpus), "--model", str(tmp_path / "m.pt"), "--split", "test", "--limit", "2", "--lexicon", str(lex), "--out", str(out)]
+    assert bench.main([*args, "--grid", "2:none,2:0,3:0.2"]) == 0
+    res = json.loads(out.read_text())
+    assert str(tmp_path) not in json.dumps(res) and res["lexicon"] == "lex" and res["utterances"] == 4
+    assert [(r["beam"], r["word_penalty"], r["lexicon"]) for r in res["rows"]] == [(2, None, False), (2, 0.0, True), (3, 0.2, True)]
+    model, meta = load_model(tmp_path / "m.pt")
+    lexicons = model_lexicons(model.cfg, symbol_tables(model.cfg, meta), word_lists(lex, ["en", "hi"]), word_penalty=0.2)
+    utts = bench.pick(tr.AsrCorpus(corpus).split("test"), ["en", "hi"], 2)
+    refs, hyps = {0: [], 1: []}, {0: [], 1: []}
+    vocabs = tr.AsrCorpus(corpus).vocabs
+    with torch.inference_mode():
+        for u, lm in zip(utts, tr.compute_logmel(utts)):
+            d = MultiDecoder(model.float().eval(), beam=3, languages=[u.lang], lexicons=lexicons)
+            d.reset()
+            d.advance_frames(model.encode(tr.stacked(lm)[None])[0])
+            refs[u.lang].append(u.text)
+            hyps[u.lang].append(vocabs[u.lang].decode(d.result().tokens))
+    row = res["rows"][2]
+    for g, lg in enumerate(("en", "hi")):
+        assert row["wer"][lg] == round(100 * jiwer.wer(refs[g], hyps[g]), 2)
+        assert all(w in word_lists(lex, [lg])[lg] for h in hyps[g] for w in h.split())
+    assert any(hyps[0]) and any(hyps[1]) and res["rows"][0]["wer"] != res["rows"][1]["wer"]  # not vacuous
+    assert res["best_lexicon_point"]["wer_avg"] == min(r["wer_avg"] for r in res["rows"][1:])
+    with pytest.raises(SystemExit):
+        bench.main([*args, "--grid", "2"])
+    assert "BEAM:PENALTY" in capsys.readouterr().err

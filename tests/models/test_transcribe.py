@@ -77,3 +77,24 @@ def test_cli_errors(tmp_path, capsys):
     p, _ = speech_file(tmp_path, "b.wav", rate=8000, seconds=8.0)
     assert main(["transcribe", str(p), "--weights", str(corrupt)]) == 2
     assert "corrupt.pt" in capsys.readouterr().err
+
+
+def test_cli_lexicon(tmp_path, capsys):
+    weights = make_model(tmp_path)
+    p, _ = speech_file(tmp_path, "c.wav", rate=8000, seconds=10.0)
+    lists = {"en": ["a", "ab", "abcb", "de", "d"], "hi": ["kl", "mn", "m"], "ta": ["p", "pq", "st", "s"]}
+    lex = tmp_path / "lex"
+    lex.mkdir()
+    for lg, ws in lists.items():
+        (lex / f"{lg}.words.txt").write_text("\n".join(ws) + "\n", encoding="utf-8")
+    assert main(["transcribe", str(p), "--weights", weights, "--json", "--lexicon", str(lex), "--word-penalty", "0.3"]) == 0
+    objs = [json.loads(ln) for ln in capsys.readouterr().out.splitlines() if ln.strip()]
+    assert objs and any(o["words"] for o in objs)
+    for o in objs:
+        assert all(w["word"] in lists[o["lang"]] for w in o["words"]), o
+    assert main(["transcribe", str(p), "--weights", weights, "--word-penalty", "1"]) == 2
+    assert "--word-penalty needs --lexicon" in capsys.readouterr().err
+    assert main(["transcribe", str(p), "--weights", weights, "--lexicon", str(tmp_path / "nowhere")]) == 2
+    assert "--lexicon:" in capsys.readouterr().err
+    assert main(["transcribe", str(p), "--weights", weights, "--lexicon", str(lex), "--word-penalty", "-1"]) == 2
+    assert "--word-penalty must be" in capsys.readouterr().err
