@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-__all__ = ["Lexicon", "union_lexicon", "model_lexicons", "word_lists", "read_word_file", "SYSTEM"]
+__all__ = ["Lexicon", "union_lexicon", "model_lexicons", "cached_model_lexicons", "word_lists", "read_word_file", "SYSTEM"]
 
 ROOT = 0
 MASK_CACHE = 4096  #: mask rows kept (a beam revisits the root, word ends and common prefixes every frame)
@@ -287,3 +287,41 @@ def word_lists(spec: str | Path | Mapping[str, str | Path], languages: Sequence[
     if not out:
         raise ValueError(f"{d} has no <lang>.words.txt for any of {list(languages)}")
     return out
+
+
+_CACHE: dict[tuple[object, ...], dict[int | None, Lexicon]] = {}
+CACHE_SIZE = 4  #: built trie sets kept per process (a file-by-file ``transcribe`` builds them once)
+
+
+def _files_key(spec: str | Path | Mapping[str, str | Path], languages: Sequence[str]) -> tuple[object, ...]:
+    """What a word-list spec reads, with each file's size and mtime (an edited file is re-read)."""
+    if isinstance(spec, Mapping):
+        files = sorted((str(lg), Path(p)) for lg, p in spec.items())
+    elif str(spec) == SYSTEM:
+        return (SYSTEM,)
+    else:
+        files = [(lg, Path(spec) / f"{lg}.words.txt") for lg in languages]
+    key: list[object] = []
+    for lg, p in files:
+        try:
+            st = p.stat()
+            key.append((lg, str(p.resolve()), st.st_size, st.st_mtime_ns))
+        except OSError:
+            key.append((lg, str(p), None, None))
+    return tuple(key)
+
+
+def cached_model_lexicons(
+    cfg: object, symbols: Sequence[Sequence[str]], spec: str | Path | Mapping[str, str | Path], *, word_penalty: float = 0.0
+) -> dict[int | None, Lexicon]:
+    """:func:`model_lexicons` of :func:`word_lists` ``(spec)``, built once per process for the same
+    model vocabulary, word files and penalty (the tries are read-only during decoding)."""
+    langs = list(cfg.languages)  # type: ignore[attr-defined]
+    key = (cfg.variant, tuple(langs), tuple(tuple(s) for s in symbols), _files_key(spec, langs), float(word_penalty))  # type: ignore[attr-defined]
+    hit = _CACHE.get(key)
+    if hit is None:
+        hit = model_lexicons(cfg, symbols, word_lists(spec, langs), word_penalty=word_penalty)
+        if len(_CACHE) >= CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = hit
+    return hit

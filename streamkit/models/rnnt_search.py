@@ -391,7 +391,8 @@ class DecodeResult:
         tokens: language-local symbols (union ids for ``vanilla``/``onehot``).
         frames: emission frame of each token.
         score: its log-probability.
-        confidence: its posterior within its beam ``exp(score - logsumexp(beam scores))``.
+        confidence: its posterior within its beam ``exp(score - logsumexp(beam scores))`` (with a
+            lexicon: among the beam's hypotheses that end between words).
         frames_total: frames decoded (T).
         t_avg: eq. 2.
         lid_posterior: average LID posterior per language (None without an LID head).
@@ -531,7 +532,10 @@ class MultiDecoder:
         s = self.searches[i]
         hy = s.best
         tot = -INF
-        for h in s.hyps:
+        pool = s.hyps
+        if s.lexicon is not None and s.lexicon.complete(hy.node):  # the posterior among the complete hypotheses
+            pool = [h for h in s.hyps if s.lexicon.complete(h.node)]
+        for h in pool:
             tot = log_add(tot, h.score)
         conf = math.exp(hy.score - tot) if tot > -INF else 0.0
         cfg = self.model.cfg

@@ -188,7 +188,7 @@ class RnntAsr(Sink):
             (:mod:`streamkit.models.rnnt_lexicon`): ``"system"`` (the Debian dictionaries the
             corpus draws from), a directory of ``<lang>.words.txt`` files, or a mapping language
             name → word file; None: unconstrained spelling. Built in ``start`` (about 2.5 s for
-            the four shipped languages' 260 000 words).
+            the four shipped languages' 260 000 words), once per process for the same files.
         word_penalty (0.0): with a lexicon, subtracted from the log-probability of each word start.
     Events:
         ``asr.partial`` / ``asr.final`` (:class:`AsrResult`), span = the utterance's samples so far /
@@ -289,10 +289,10 @@ class RnntAsr(Sink):
             langs = [cfg.languages.index(x) for x in self.languages]
         lexicons = None
         if self.lexicon is not None:
-            from streamkit.models.rnnt_lexicon import model_lexicons, word_lists
+            from streamkit.models.rnnt_lexicon import cached_model_lexicons
 
             try:
-                lexicons = model_lexicons(cfg, self._symbols, word_lists(self.lexicon, list(cfg.languages)), word_penalty=self.word_penalty)
+                lexicons = cached_model_lexicons(cfg, self._symbols, self.lexicon, word_penalty=self.word_penalty)
             except ValueError as e:
                 raise ConfigError(f"{self.name}: {e}") from e
         self._dec = MultiDecoder(

@@ -195,3 +195,40 @@ def test_block_decodes_within_the_word_lists_and_stays_chunking_invariant(tmp_pa
 
 
 RATE = 8000
+
+
+def test_built_tries_are_cached_until_a_word_file_changes(tmp_path):
+    import os
+
+    from streamkit.models.rnnt_lexicon import cached_model_lexicons
+
+    m = tiny_model("lid", vocab=(5, 3))
+    syms = [["<blank>", "a", "b", "B_a", "B_b"], ["<blank>", "क", "B_क"]]
+    (tmp_path / "en.words.txt").write_text("ab\n", encoding="utf-8")
+    one = cached_model_lexicons(m.cfg, syms, tmp_path, word_penalty=1.0)
+    assert cached_model_lexicons(m.cfg, syms, tmp_path, word_penalty=1.0) is one  # built once
+    assert cached_model_lexicons(m.cfg, syms, tmp_path, word_penalty=2.0) is not one  # another penalty
+    assert cached_model_lexicons(m.cfg, syms, {"en": tmp_path / "en.words.txt"}, word_penalty=1.0)[0].n_words == 1
+    (tmp_path / "en.words.txt").write_text("ab\nb\nba\n", encoding="utf-8")
+    st = (tmp_path / "en.words.txt").stat()
+    os.utime(tmp_path / "en.words.txt", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    two = cached_model_lexicons(m.cfg, syms, tmp_path, word_penalty=1.0)
+    assert two is not one and two[0].n_words == 3 and one[0].n_words == 1  # the edited file is read again
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no <lang>.words.txt"):
+        cached_model_lexicons(m.cfg, syms, tmp_path / "empty")
+
+
+def test_confidence_is_among_the_complete_hypotheses():
+    model = tiny_model("lid", seed=0, blank_bias=-2.0)
+    enc = encode(model, 9, 0, 1)
+    lx = Lexicon.from_sequences(WORDS, 4)
+    md = MultiDecoder(model, beam=6, max_symbols_per_frame=2, languages=[1], lexicons={1: lx})
+    md.reset()
+    md.advance_frames(enc)
+    r = md.result()
+    s = md.searches[0]
+    complete = [h for h in s.hyps if lx.complete(h.node)]
+    assert 0 < len(complete) < len(s.hyps)  # both kinds in the beam: the test is not vacuous
+    tot = math.log(sum(math.exp(h.score) for h in complete))
+    assert r.tokens == complete[0].tokens and r.confidence == pytest.approx(math.exp(r.score - tot))
