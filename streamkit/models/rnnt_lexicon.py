@@ -66,7 +66,7 @@ class Lexicon:
     skipped: int = 0
     word_penalty: float = 0.0
     _root_toks: np.ndarray = field(init=False, repr=False, compare=False)
-    _rows: dict[int, np.ndarray] = field(init=False, repr=False, compare=False)  # mask rows of recent nodes
+    _rows: dict[int, torch.Tensor] = field(init=False, repr=False, compare=False)  # float64 mask rows of recent nodes
 
     def __post_init__(self) -> None:
         if not np.isfinite(self.word_penalty):
@@ -171,9 +171,10 @@ class Lexicon:
             if row is None:
                 if len(self._rows) >= MASK_CACHE:
                     self._rows.clear()
-                row = self._rows[int(nd)] = self._mask_row(int(nd))
+                row = self._rows[int(nd)] = torch.from_numpy(self._mask_row(int(nd)))
             rows.append(row)
-        return torch.from_numpy(np.stack(rows)).to(dtype)
+        m = torch.stack(rows)
+        return m if dtype == torch.float64 else m.to(dtype)
 
     def _mask_row(self, node: int) -> np.ndarray:
         m = np.full(self.n_symbols, -np.inf)
