@@ -25,6 +25,13 @@ are the exact total probabilities (tested against exhaustive enumeration). ``bea
 greedy decoding instead: at most S times per frame take the arg-max symbol, stop at blank (at the
 S-th symbol the blank is forced); the score is that single path's log-probability.
 
+With a lexicon (:class:`~streamkit.models.rnnt_lexicon.Lexicon`, one per search) the joint's
+log-probabilities of each hypothesis get the trie's additive mask first (labels that leave the word
+list are ``-inf``; a word penalty on word starts), each hypothesis carries its trie node, and
+:attr:`BeamSearch.best` is the best hypothesis that ends between words. The scores are not
+renormalised, so with a wide beam they are the exact scores above, restricted to the sequences the
+lexicon allows (tested against exhaustive enumeration).
+
 Batching
 --------
 :class:`MultiDecoder` runs one search per decoded language in lockstep and does **one** prediction
