@@ -334,6 +334,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="utterances per language (default: all)")
     ap.add_argument("--sweep", action="store_true", help="Table 7 sweep for lid models")
     ap.add_argument("--sweep-limit", type=int, default=None, help="utterances per language in the sweep (default --limit)")
+    ap.add_argument("--sweep-lid-select", choices=("mean", "last"), default="mean",
+                    help="the sweep's end-of-utterance language rule among the surviving decoders: mean LID posterior (the paper, default) "
+                    "or last frame (what transcribe/monitor/mic use for the shipped model)")  # fmt: skip
     ap.add_argument("--lid-last", action="store_true",
                     help="lid models: one more LID-free row choosing the language by the last frame's LID posterior (lid_select=last) instead of the mean")  # fmt: skip
     ap.add_argument("--beam", type=int, default=4)
@@ -433,7 +436,8 @@ def _run(a: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
                 for sth in STHS:
                     key = (math.inf, math.inf) if math.isinf(tau) or math.isinf(sth) else (tau, sth)
                     if key not in done:
-                        done[key] = measure(name, "sweep", path, sweep_utts, audio, langs, **base,
+                        sel = {} if a.sweep_lid_select == "mean" else {"lid_select": a.sweep_lid_select}
+                        done[key] = measure(name, "sweep", path, sweep_utts, audio, langs, **base, **sel,
                                             tau_frames=None if math.isinf(key[0]) else key[0], s_th=None if math.isinf(key[1]) else key[1])  # fmt: skip
                         print(fmt_rows([done[key]], langs).splitlines()[-1], flush=True)
                     rows.append({**done[key], "tau_frames": None if math.isinf(tau) else tau, "s_th": None if math.isinf(sth) else sth})
@@ -452,7 +456,7 @@ def _run(a: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
             "beam": a.beam,
             "max_symbols_per_frame": a.max_symbols,
             "chunk_ms": CHUNK * 1000 // RATE,
-            "lexicon": None if lexicon is None else ("system word lists" if lexicon == "system" else "corpus vocab/<lang>.words.txt"),
+            "lexicon": None if lexicon is None else ("system word lists" if lexicon == "system" else f"<lang>.words.txt in {Path(lexicon).name}/"),
             "word_penalty": a.word_penalty if lexicon is not None else None,
             "threads": 1,
             "utterances": "reference boundaries as sk:speech tags (oracle SAD), one stream per run",

@@ -221,6 +221,21 @@ def test_benchmark_runs_on_a_tiny_model(corpus, tmp_path):
     assert str(tmp_path) not in json.dumps(res) and "machine" in res
     assert res["decoding"]["boundaries"].startswith("whole corpus files")
 
+    # --lexicon and --sweep-lid-select: every row constrained to the word files, the sweep with the last-frame rule
+    lexd = tmp_path / "lexd"
+    lexd.mkdir()
+    for lg in ("en", "hi"):
+        ws = {w for r in tr.asr_corpus.read_jsonl(corpus / "test.jsonl") if r["lang"] == lg for w in r["text"].split()}
+        (lexd / f"{lg}.words.txt").write_text("\n".join(sorted(ws)) + "\n", encoding="utf-8")
+    out3 = tmp_path / "lex.json"
+    assert bench.main([*args[:-2], "--sweep-lid-select", "last", "--lexicon", str(lexd), "--word-penalty", "0.5", "--out", str(out3)]) == 0
+    res3 = json.loads(out3.read_text())
+    assert res3["decoding"]["lexicon"] == "<lang>.words.txt in lexd/" and res3["decoding"]["word_penalty"] == 0.5
+    assert all(r["lexicon"] == "lexd" and r["word_penalty"] == 0.5 for r in res3["rows"])
+    sweep = [r for r in res3["rows"] if r["mode"] == "sweep"]
+    assert len(sweep) == 15 and all(r["lid_select"] == "last" for r in sweep)
+    assert str(tmp_path) not in json.dumps(res3)
+
     # --trim: utterances cut to the records' speech_start/stop +- margin (the fake corpus has none: a clear exit)
     with pytest.raises(SystemExit, match="speech_start"):
         bench.main(args[:-2] + ["--trim", "0.05", "--out", str(tmp_path / "t.json")])
