@@ -74,6 +74,11 @@ def test_monitor_asr_lexicon_keeps_the_words_in_the_lists(tmp_path, monkeypatch)
     from streamkit.models.transcribe import DEFAULT_LEXICON_BEAM, DEFAULT_WORD_PENALTY
 
     assert _asr_options(argparse.Namespace(asr_lexicon=None)) == {}
+    from streamkit.cli import build_parser
+
+    for cmd in ("monitor", "mic"):  # both commands take the option and hand it to the ASR block
+        assert _asr_options(build_parser().parse_args([cmd, "--asr", "--asr-lexicon", "system"]))["lexicon"] == "system"
+        assert _asr_options(build_parser().parse_args([cmd, "--asr"])) == {}
     opts = _asr_options(argparse.Namespace(asr_lexicon=str(tmp_path / "lex")))
     assert opts == {"lexicon": str(tmp_path / "lex"), "word_penalty": DEFAULT_WORD_PENALTY, "beam": DEFAULT_LEXICON_BEAM}
     lists = {"en": ["a", "ab", "abcb", "de", "d"], "hi": ["kl", "mn", "m"], "ta": ["p", "pq", "st", "s"]}
