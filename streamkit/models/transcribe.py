@@ -140,16 +140,18 @@ def run_from_args(ns: argparse.Namespace) -> int:
     try:  # a corrupt or foreign weight file is a usage error, reported once
         from streamkit.models.rnnt import load_model
 
-        model, _ = load_model(weights)
+        model, meta = load_model(weights)
     except (StreamkitError, ValueError, OSError) as exc:
         _err(str(exc).splitlines()[0])
         return EXIT_USAGE
     if ns.lexicon is not None:
-        from streamkit.models.rnnt_lexicon import word_lists
+        from streamkit.models.rnnt_lexicon import cached_model_lexicons
+        from streamkit.models.rnnt_stream import symbol_tables
 
-        try:  # a missing dictionary or directory is a usage error, reported before any file
-            word_lists(ns.lexicon, list(model.cfg.languages))
-        except ValueError as exc:
+        try:  # a missing dictionary or directory is a usage error, reported before any file; the
+            # tries built here are the ones every file's ASR block finds in the cache
+            cached_model_lexicons(model.cfg, symbol_tables(model.cfg, meta), ns.lexicon, word_penalty=penalty)
+        except (StreamkitError, ValueError) as exc:
             _err(f"--lexicon: {exc}")
             return EXIT_USAGE
     try:
