@@ -31,7 +31,9 @@ what it can do):
   one row over the languages given.
 * Table 7 (``--sweep``, ``lid`` models): tau in {inf, 1000, 100, 30, 10} frames (30 ms) x
   s_th in {0.2, 0.5, inf} (``tau_frames``/``s_th`` of the block; tau = inf or s_th = inf is the
-  no-shutoff run, measured once), on ``--sweep-limit`` utterances per language.
+  no-shutoff run, measured once), on ``--sweep-limit`` utterances per language; ``--sweep-points``
+  keeps some of them. ``--sweep-lid-score last`` switches decoders off on the latest frame's log
+  LID posterior instead of the paper's cumulative sum (``lid_score="last"`` of the block).
 
 Columns: WER (jiwer, per language over its utterances; ``avg`` word-weighted over languages as
 the paper's Avg., ``macro`` the plain mean), CER (jiwer, characters with spaces, weighted over
@@ -298,7 +300,7 @@ def fmt_rows(rows: list[dict[str, Any]], langs: list[str]) -> str:
     for r in rows:
         tau = r.get("tau_frames", "")
         sth = r.get("s_th", "")
-        lines.append([str(r["model"]), str(r["mode"]) + (" (last-frame LID)" if r.get("lid_select") == "last" else ""), "inf" if tau is None else str(tau), "inf" if sth is None else str(sth),
+        lines.append([str(r["model"]), str(r["mode"]) + (" (last-frame LID)" if r.get("lid_select") == "last" else "") + (" (last-frame shutoff)" if r.get("lid_score") == "last" else ""), "inf" if tau is None else str(tau), "inf" if sth is None else str(sth),
                       *[f"{r['wer'].get(lg, float('nan')):.2f}" if isinstance(r.get("wer"), dict) else "" for lg in langs],
                       f"{r['wer_avg']:.2f}" if r.get("wer_avg") is not None else "",
                       f"{r['cer_avg']:.2f}" if r.get("cer_avg") is not None else "",
@@ -337,6 +339,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sweep-lid-select", choices=("mean", "last"), default="mean",
                     help="the sweep's end-of-utterance language rule among the surviving decoders: mean LID posterior (the paper, default) "
                     "or last frame (what transcribe/monitor/mic use for the shipped model)")  # fmt: skip
+    ap.add_argument("--sweep-lid-score", choices=("sum", "last"), default="sum",
+                    help="the sweep's shutoff statistic: cumulative log LID posterior (the paper's eq. 1, default) or the latest frame's "
+                    "log posterior (for a recurrent LID head)")  # fmt: skip
+    ap.add_argument("--sweep-points", default=None, metavar="TAU:S_TH,...",
+                    help="only these (tau, s_th) points of the sweep, e.g. 'inf:inf,30:0.5' (default: the paper's whole grid)")  # fmt: skip
     ap.add_argument("--lid-last", action="store_true",
                     help="lid models: one more LID-free row choosing the language by the last frame's LID posterior (lid_select=last) instead of the mean")  # fmt: skip
     ap.add_argument("--beam", type=int, default=4)
@@ -351,6 +358,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--note", default="", help="free text stored with the results (e.g. 'undertrained: step 1000 of 5000')")
     ap.add_argument("--out", type=Path, default=RESULTS / "rnnt_multilingual.json")
     a = ap.parse_args(argv)
+    a.points = None
+    if a.sweep_points is not None:
+        try:
+            a.points = {tuple(float(v) for v in p.split(":")) for p in a.sweep_points.split(",")}
+            if any(len(p) != 2 for p in a.points):
+                raise ValueError
+        except ValueError:
+            ap.error(f"--sweep-points wants TAU:S_TH pairs separated by commas (inf allowed), got {a.sweep_points!r}")
     if not a.model and not a.mono:
         ap.error("give at least one --model or --mono")
     torch.set_num_threads(1)
@@ -435,8 +450,12 @@ def _run(a: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
             for tau in TAUS:
                 for sth in STHS:
                     key = (math.inf, math.inf) if math.isinf(tau) or math.isinf(sth) else (tau, sth)
+                    if a.points is not None and (tau, sth) not in a.points:
+                        continue
                     if key not in done:
-                        sel = {} if a.sweep_lid_select == "mean" else {"lid_select": a.sweep_lid_select}
+                        sel: dict[str, Any] = {} if a.sweep_lid_select == "mean" else {"lid_select": a.sweep_lid_select}
+                        if a.sweep_lid_score != "sum":
+                            sel["lid_score"] = a.sweep_lid_score
                         done[key] = measure(name, "sweep", path, sweep_utts, audio, langs, **base, **sel,
                                             tau_frames=None if math.isinf(key[0]) else key[0], s_th=None if math.isinf(key[1]) else key[1])  # fmt: skip
                         print(fmt_rows([done[key]], langs).splitlines()[-1], flush=True)

@@ -33,6 +33,7 @@ FRAME_SHIFT = 240  #: samples per 30 ms stacked frame
 FRAME_SPAN = 760  #: samples covered by one stacked frame (8 x 10 ms frames of 25 ms)
 MODES = ("tags", "always")
 LID_SELECTS = ("mean", "last", "auto")  # rnnt_search.LID_SELECTS + "auto" (not imported: this module loads torch lazily)
+LID_SCORES = ("sum", "last", "auto")  # rnnt_search.LID_SCORES + "auto"
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +174,11 @@ class RnntAsr(Sink):
             (``"last"``, for a recurrent LID head; see :mod:`streamkit.models.rnnt_search`);
             ``"auto"``: ``"last"`` when the model's LID head is recurrent (``lid_hidden > 0``, as
             the shipped model's), else ``"mean"`` (what ``transcribe``, ``monitor`` and ``mic`` use).
+        lid_score (``"sum"``): the shutoff statistic, the cumulative log LID posterior
+            ``s_l(t) = sum log P_t(l)`` (``"sum"``, paper eq. 1) or the latest frame's
+            ``log P_t(l)`` (``"last"``: a recurrent head's posterior already conditions on the
+            whole utterance so far; see :mod:`streamkit.models.rnnt_search`); ``"auto"``:
+            ``"last"`` for a recurrent LID head, else ``"sum"``.
         utterance_mode: ``"tags"`` (default): an utterance runs from a ``SpeechBoundary(start=True)``
             to the next ``start=False``; nothing is decoded in between. ``"always"``: no SAD, the
             stream is one utterance (cut every ``max_utterance_s``); speech tags are ignored.
@@ -218,6 +224,7 @@ class RnntAsr(Sink):
         s_th: float | None = None,
         languages: Sequence[str] | None = None,
         lid_select: str = "mean",
+        lid_score: str = "sum",
         utterance_mode: str = "tags",
         pre_roll_s: float = 0.0,
         max_utterance_s: float = 30.0,
@@ -241,6 +248,9 @@ class RnntAsr(Sink):
         if lid_select not in LID_SELECTS:
             raise ConfigError(f"lid_select must be one of {LID_SELECTS}, got {lid_select!r}")
         self.lid_select = lid_select
+        if lid_score not in LID_SCORES:
+            raise ConfigError(f"lid_score must be one of {LID_SCORES}, got {lid_score!r}")
+        self.lid_score = lid_score
         if utterance_mode not in MODES:
             raise ConfigError(f"utterance_mode must be one of {MODES}, got {utterance_mode!r}")
         self.utterance_mode = utterance_mode
@@ -280,7 +290,9 @@ class RnntAsr(Sink):
         cfg = model.cfg
         self._m = model
         self._symbols = symbol_tables(cfg, meta)
-        self._lid_select = self.lid_select if self.lid_select != "auto" else ("last" if cfg.has_lid and cfg.lid_hidden > 0 else "mean")
+        recurrent = cfg.has_lid and cfg.lid_hidden > 0
+        self._lid_select = self.lid_select if self.lid_select != "auto" else ("last" if recurrent else "mean")
+        self._lid_score = self.lid_score if self.lid_score != "auto" else ("last" if recurrent else "sum")
         langs = None
         if self.languages is not None:
             unknown = [x for x in self.languages if x not in cfg.languages]
@@ -304,6 +316,7 @@ class RnntAsr(Sink):
             languages=langs,
             lid_select=self._lid_select,
             lexicons=lexicons,
+            lid_score=self._lid_score,
         )
         self._feat = LogMelStream()
         self._dtype = model.feat_mean.dtype

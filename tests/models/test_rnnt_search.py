@@ -317,6 +317,48 @@ def test_selection_by_last_frame_posterior():
     assert sh.last_posterior().tolist() == [0.0, 0.0]
 
 
+def test_shutoff_on_latest_frame_score():
+    """score="last": the rule compares the latest frame's log posteriors, not their sums (same tau, margin, strictness)."""
+    frames = [logp(0.9, 0.05, 0.05)] * 3 + [logp(0.3, 0.6, 0.1)]
+    paper, last = LidShutoff(3, tau=2, s_th=0.5), LidShutoff(3, tau=2, s_th=0.5, score="last")
+    for f in frames:
+        paper.update(f)
+        last.update(f)
+    # t = 3 > tau. sums: l0 3 log .9 + log .3 = -1.52 leads, l1 = 3 log .05 + log .6 = -9.5 is off;
+    # latest frame: l1 log .6 leads, l0 log .3 = log .6 - 0.69 is off, l2 log .1 too
+    assert paper.active.tolist() == [True, False, False] and paper.off_frame == [None, 3, 3]
+    assert last.active.tolist() == [False, True, False] and last.off_frame == [3, None, 3]
+    assert last.scores == pytest.approx(frames[-1])
+    assert last.t_avg == pytest.approx((3 + 4 + 3) / 4)
+    # strict margin on the frame's own log posteriors: exactly s_th below stays on
+    sh = LidShutoff(2, tau=0, s_th=0.5, score="last")
+    sh.update([0.0, -5.0])  # t = 0: not > tau
+    assert sh.update([0.0, -0.5]).tolist() == [True, True]
+    assert sh.update([0.0, -0.5 - 1e-9]).tolist() == [True, False]
+    # once off, a later good frame does not bring a decoder back
+    assert sh.update([-3.0, 0.0]).tolist() == [True, False]
+    with pytest.raises(ValueError, match="score"):
+        LidShutoff(2, score="mean")
+
+
+def test_multidecoder_shutoff_on_latest_frame():
+    """MultiDecoder(lid_score="last") switches off by the recurrent head's latest posterior, frame by frame."""
+    model, enc, post = recurrent_lid_case(9, 5)
+    lp = post.log().numpy()
+    for score in ("sum", "last"):
+        ref = LidShutoff(model.cfg.n_lang, tau=1, s_th=0.05, score=score)
+        for row in lp:
+            ref.update(row)
+        md = MultiDecoder(model, beam=2, tau=1, s_th=0.05, lid_score=score)
+        md.reset()
+        md.advance_frames(enc)
+        r = md.result()
+        assert list(r.off_frame) == ref.off_frame
+        assert r.t_avg == pytest.approx(ref.t_avg)
+    with pytest.raises(ValueError, match="score"):
+        MultiDecoder(model, lid_score="max")
+
+
 def recurrent_lid_case(seed: int, enc_seed: int) -> tuple[RnntModel, torch.Tensor, torch.Tensor]:
     """A tiny lid model with a 5-unit GRU LID head, 12 encoder frames, and the head's posteriors over them."""
     torch.manual_seed(seed)

@@ -227,6 +227,30 @@ def test_lid_select_last(tmp_path):
         assert next(e.payload for e in r.events if e.kind == "lid.result").method == want
 
 
+def test_lid_score_last(tmp_path):
+    """lid_score="last": the block's shutoff follows the latest frame's LID posterior; auto picks it for a recurrent head; chunking invariance holds."""
+    path = make_model(tmp_path, lid_hidden=4, seed=2)  # a seed whose head's posteriors turn round at frame 3
+    tags = [(0, SPEECH, SpeechBoundary(True, "t")), (12000, SPEECH, SpeechBoundary(False, "t"))]
+    x = signal(2.0)
+
+    def offs(**kw):
+        r = run_block(RnntAsr(model=path, tau_frames=2, s_th=0.01, **kw), x, rate=RATE, tags=tags)
+        return next(e.payload for e in r.events if e.kind == "lid.result").switched_off
+
+    s_sum, s_last = offs(), offs(lid_score="last")
+    assert s_sum == {"en": 3, "hi": 3, "ta": None} and s_last == {"en": None, "hi": 3, "ta": 3}
+    assert offs(lid_score="auto") == s_last
+    assert offs(lid_score="sum") == s_sum
+    lin = make_model(tmp_path, name="lin.pt")
+    r = [run_block(RnntAsr(model=lin, tau_frames=2, s_th=0.01, lid_score=k), x, rate=RATE, tags=tags) for k in ("auto", "sum")]
+    assert [next(e.payload for e in q.events if e.kind == "lid.result").switched_off for q in r][0] == \
+        [next(e.payload for e in q.events if e.kind == "lid.result").switched_off for q in r][1]  # fmt: skip
+    assert_chunking_invariant(lambda: RnntAsr(model=path, tau_frames=2, s_th=0.01, lid_score="last"), x, rate=RATE, sizes=("all", 240, 1111),
+                              tags=tags, check_tags=False)  # fmt: skip
+    with pytest.raises(ConfigError, match="lid_score"):
+        RnntAsr(model=path, lid_score="mean")
+
+
 def test_config_errors(tmp_path):
     with pytest.raises(ConfigError):
         RnntAsr(model=str(tmp_path / "x.pt"), utterance_mode="sometimes")

@@ -236,6 +236,15 @@ def test_benchmark_runs_on_a_tiny_model(corpus, tmp_path):
     assert len(sweep) == 15 and all(r["lid_select"] == "last" for r in sweep)
     assert str(tmp_path) not in json.dumps(res3)
 
+    # --sweep-points keeps the named grid points; --sweep-lid-score last reaches the block
+    out4 = tmp_path / "pts.json"
+    assert bench.main([*args[:-2], "--sweep-points", "inf:inf,30:0.5", "--sweep-lid-score", "last", "--out", str(out4)]) == 0
+    sweep = [r for r in json.loads(out4.read_text())["rows"] if r["mode"] == "sweep"]
+    assert [(r["tau_frames"], r["s_th"]) for r in sweep] == [(None, None), (30, 0.5)]
+    assert all(r["lid_score"] == "last" for r in sweep)
+    with pytest.raises(SystemExit):
+        bench.main([*args[:-2], "--sweep-points", "30", "--out", str(out4)])
+
     # --trim: utterances cut to the records' speech_start/stop +- margin (the fake corpus has none: a clear exit)
     with pytest.raises(SystemExit, match="speech_start"):
         bench.main(args[:-2] + ["--trim", "0.05", "--out", str(tmp_path / "t.json")])
