@@ -271,7 +271,7 @@ def cmd_mic(a: argparse.Namespace) -> int:
 
         gate = g.add(_registry_block("dsp.speech_gate", events="stat" not in dets), name="asr_sad")
         g.connect(lvl, gate)
-        g.connect(gate, g.add(_registry_block("models.rnnt_asr", model=str(_asr_weights()), tau_frames=30, s_th=0.5, lid_select="auto", pre_roll_s=0.1,
+        g.connect(gate, g.add(_registry_block("models.rnnt_asr", model=str(_asr_weights()), tau_frames=30, s_th=0.5, lid_select="auto", lid_score="auto", pre_roll_s=0.1,
                                               **_asr_options(a)), name="asr"))  # fmt: skip
     if getattr(a, "sed", False):
         from streamkit.monitor import _sed_weights

@@ -42,7 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--beam", type=int, default=None,
                         help=f"beam width of each language's search (default 4, with --lexicon {DEFAULT_LEXICON_BEAM}; 1 = greedy)")  # fmt: skip
     parser.add_argument("--tau", type=float, default=30.0, help="LID shutoff: frames (30 ms) before a decoder may be switched off (default 30; inf = never)")
-    parser.add_argument("--s-th", type=float, default=0.5, help="LID shutoff: margin of the cumulative LID log-posterior (default 0.5; inf = never)")
+    parser.add_argument("--s-th", type=float, default=0.5, help="LID shutoff: margin of the LID log-posterior statistic (default 0.5; inf = never)")
+    parser.add_argument("--lid-score", choices=("auto", "sum", "last"), default="auto",
+                        help="LID shutoff statistic: cumulative log posterior (sum, the paper's eq. 1) or the latest frame's (last); "
+                             "auto (default): last for a recurrent LID head such as the shipped model's, else sum")  # fmt: skip
     parser.add_argument("--lid-select", choices=("auto", "mean", "last"), default="auto",
                         help="language of each utterance among the surviving decoders: highest mean LID posterior (the paper) or last-frame posterior; "
                              "auto (default): last for a recurrent LID head such as the shipped model's, else mean")  # fmt: skip
@@ -73,7 +76,7 @@ def default_weights() -> Path:
 
 
 def transcribe_array(x: Any, weights: str | Path, *, sad: str = "stat", beam: int = 4, tau: float | None = 30.0, s_th: float | None = 0.5,
-                     languages: list[str] | None = None, lid_select: str = "auto", pre_roll_s: float = 0.1, max_utterance_s: float = 30.0,
+                     languages: list[str] | None = None, lid_select: str = "auto", lid_score: str = "auto", pre_roll_s: float = 0.1, max_utterance_s: float = 30.0,
                      threads: int = 1, lexicon: str | None = None, word_penalty: float = 0.0) -> tuple[list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
     """Transcribe float32 mono 8 kHz audio ``x``: (one dict per utterance, runner stats)."""
     import numpy as np
@@ -87,7 +90,7 @@ def transcribe_array(x: Any, weights: str | Path, *, sad: str = "stat", beam: in
     g = Graph("transcribe")
     src = g.add(VectorSource(samples=np.asarray(x, np.float32), rate=RATE, sizes=1600), name="src")
     asr = RnntAsr(model=str(weights), beam=beam, tau_frames=tau, s_th=s_th, languages=languages, threads=threads, lid_select=lid_select,
-                  utterance_mode="tags" if sad == "stat" else "always", pre_roll_s=pre_roll_s if sad == "stat" else 0.0,
+                  lid_score=lid_score, utterance_mode="tags" if sad == "stat" else "always", pre_roll_s=pre_roll_s if sad == "stat" else 0.0,
                   max_utterance_s=max_utterance_s, lexicon=lexicon, word_penalty=word_penalty, name="asr")  # fmt: skip
     if sad == "stat":
         gate = g.add(SpeechGate(events=False), name="sad")
@@ -169,7 +172,7 @@ def run_from_args(ns: argparse.Namespace) -> int:
         try:
             audio = ss.load_audio(f)
             t0 = time.process_time()
-            utts, _ = transcribe_array(audio.x, weights, sad=ns.sad, beam=beam, tau=_inf_none(ns.tau), s_th=_inf_none(ns.s_th), languages=langs, lid_select=ns.lid_select,
+            utts, _ = transcribe_array(audio.x, weights, sad=ns.sad, beam=beam, tau=_inf_none(ns.tau), s_th=_inf_none(ns.s_th), languages=langs, lid_select=ns.lid_select, lid_score=ns.lid_score,
                                        pre_roll_s=ns.pre_roll_s, max_utterance_s=ns.max_utterance_s, threads=ns.threads,
                                        lexicon=ns.lexicon, word_penalty=penalty)  # fmt: skip
             cpu = time.process_time() - t0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 import soundfile as sf
 
 from streamkit.cli import main
@@ -60,6 +61,28 @@ def test_cli_text_and_json(tmp_path, capsys):
     last = [json.loads(ln) for ln in capsys.readouterr().out.splitlines() if ln.strip()]
     assert [(o["start_s"], o["end_s"]) for o in last] == [(o["start_s"], o["end_s"]) for o in objs]
     assert all(o["lang"] in ("en", "hi", "ta") for o in last)
+
+
+def test_cli_lid_score_reaches_the_block(tmp_path, capsys, monkeypatch):
+    """--lid-score (default auto) goes to the ASR block; a value outside the choices is a usage error."""
+    import streamkit.models.rnnt_stream as rs
+
+    weights = make_model(tmp_path)
+    p, _ = speech_file(tmp_path)
+    seen = []
+    real_start = rs.RnntAsr.start
+
+    def start(self, ctx):
+        real_start(self, ctx)
+        seen.append((self.lid_score, self._dec.lid.score))
+
+    monkeypatch.setattr(rs.RnntAsr, "start", start)
+    assert main(["transcribe", str(p), "--weights", weights, "--beam", "1"]) == 0
+    assert main(["transcribe", str(p), "--weights", weights, "--beam", "1", "--lid-score", "last"]) == 0
+    assert seen == [("auto", "sum"), ("last", "last")]  # the tiny model's LID head is linear: auto = the paper's sum
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["transcribe", str(p), "--weights", weights, "--lid-score", "mean"])
 
 
 def test_cli_errors(tmp_path, capsys):
