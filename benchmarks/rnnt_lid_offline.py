@@ -12,6 +12,13 @@ and the encoder's input normalisation is causal, so these decisions are the ones
 block makes on the same files (``rnnt_multilingual.py --lid-last``'s LID column, oracle
 boundaries at the file ends); this runs in a minute instead of decoding four beams.
 
+The same posteriors also drive the §6.3 decoder shutoff offline (``LidShutoff``, the block's own
+rule) at the Table 7 points that switch anything off, with both statistics (``sum``: the paper's
+cumulative log posterior; ``last``: the latest frame's, ``lid_score="last"``): the share of
+utterances whose reference-language decoder survives (an upper bound on what the shutoff leaves
+decodable) and T_avg. The decoders themselves do not run, so all of a split's utterances can be
+simulated where ``rnnt_multilingual.py --sweep`` decodes a few.
+
 Writes ``benchmarks/results/rnnt_lid_offline.json`` (``--out``): accuracy per rule, split and
 language, confusion matrices (rows: reference, columns: decision), the time, the machine; no
 absolute paths.
@@ -41,22 +48,44 @@ from rnnt_multilingual import pick  # noqa: E402
 
 from streamkit.cli import machine_info  # noqa: E402
 from streamkit.models.rnnt import load_model  # noqa: E402
+from streamkit.models.rnnt_search import LidShutoff  # noqa: E402
 from streamkit.train.rnnt import AsrCorpus, compute_logmel, stacked  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
+SHUTOFF_POINTS = ((100, 0.2), (30, 0.2), (30, 0.5), (10, 0.2))  #: Table 7 (tau frames, s_th) points that switch decoders off
 
 
 def decide(model: Any, corpus: AsrCorpus, split: str, limit: int) -> dict[str, Any]:
     """Reference languages and the last-frame / mean-posterior decisions for one split."""
     utts = pick(corpus.split(split), list(model.cfg.languages), limit)
-    ref, last, mean = [], [], []
+    ref, last, mean, logp = [], [], [], []
     with torch.inference_mode():
         for u, lm in zip(utts, compute_logmel(utts)):
-            post = model.lid_logits(model.encode(stacked(lm)[None]))[0].softmax(-1)
+            lp = model.lid_logits(model.encode(stacked(lm)[None]))[0].log_softmax(-1)
+            post = lp.exp()
             ref.append(u.lang)
             last.append(int(post[-1].argmax()))
             mean.append(int(post.mean(0).argmax()))
-    return {"ref": np.array(ref), "last": np.array(last), "mean": np.array(mean)}
+            logp.append(lp.double().numpy())
+    return {"ref": np.array(ref), "last": np.array(last), "mean": np.array(mean), "logp": logp}
+
+
+def shutoff(d: dict[str, Any], n_lang: int) -> dict[str, Any]:
+    """Per statistic and Table 7 point: % of utterances whose reference decoder survives, and mean T_avg."""
+    out: dict[str, Any] = {}
+    for stat in ("sum", "last"):
+        for tau, s_th in SHUTOFF_POINTS:
+            alive, t_avg = 0, []
+            for lp, r in zip(d["logp"], d["ref"]):
+                sh = LidShutoff(n_lang, tau=tau, s_th=s_th, score=stat)
+                for row in lp:
+                    sh.update(row)
+                alive += bool(sh.active[r])
+                t_avg.append(sh.t_avg)
+            out[f"{stat} tau {tau} s_th {s_th:g}"] = {"statistic": stat, "tau_frames": tau, "s_th": s_th,
+                                                      "reference_survives": round(100.0 * alive / len(d["ref"]), 2),
+                                                      "t_avg": round(float(np.mean(t_avg)), 3)}  # fmt: skip
+    return out
 
 
 def score(d: dict[str, Any], langs: list[str]) -> dict[str, Any]:
@@ -99,18 +128,22 @@ def main(argv: list[str] | None = None) -> int:
         row: dict[str, Any] = {"model": name, "file": path.name, "config": model.cfg.to_dict(), "splits": {}}
         for split in ("dev", "test"):
             t0 = time.monotonic()
-            s = score(decide(model, corpus, split, a.limit), langs)
+            d = decide(model, corpus, split, a.limit)
+            s = score(d, langs)
+            s["shutoff"] = shutoff(d, len(langs))
             s["seconds"] = round(time.monotonic() - t0, 1)
             row["splits"][split] = s
             per = " ".join(f"{lg} {v:.1f}" for lg, v in s["last"]["per_language"].items())
             print(f"{name:<28} {split:<5} {s['utterances']:>4} {s['last']['accuracy']:>7.2f} {s['mean']['accuracy']:>7.2f}  {per}", flush=True)
+            for key, v in s["shutoff"].items():
+                print(f"{'':<28} {split:<5} shutoff {key:<22} reference decoder survives {v['reference_survives']:6.2f} %, T_avg {v['t_avg']:.2f}")
         rows.append(row)
     result = {
         "benchmark": "benchmarks/rnnt_lid_offline.py",
         "corpus_command": corpus.command,
         "limit_per_language": a.limit,
         "rules": {"last": "highest last-frame LID posterior", "mean": "highest mean LID posterior over the frames (paper §6.3)"},
-        "units": "accuracy in % of utterances",
+        "units": "accuracy and reference_survives in % of utterances; tau in 30 ms frames",
         "rows": rows,
         "paper": {"lid_accuracy_multisoftmax_lid": 90.1},
         "machine": machine_info(),
