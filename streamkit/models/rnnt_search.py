@@ -64,7 +64,7 @@ The shutoff statistic has the same choice (``lid_score``): ``"sum"`` is the pape
 ``"last"`` uses ``s_l(t) = log P_t(l)``, the latest frame's log posterior. Eq. 1 treats the
 frames as independent evidence, which is right for a frame-wise head; a recurrent head's
 ``P_t(l)`` is already ``P(l | x_0..t)``, so summing it counts the early frames' evidence again at
-every later frame and lets the uninformed first frames (near chance before ~0.6 s on our dev set)
+every later frame and lets the uninformed first frames (at chance for the first 0.3 s on our dev set)
 weigh as much as the informed ones at the decision time ``tau``. Everything else (``tau``,
 ``s_th``, strictness, the best survivor never switched off, T_avg) is the same.
 Without an LID head (``vanilla``, ``onehot``, ``multisoftmax``, ``lsp``) nothing is switched off
