@@ -124,7 +124,8 @@ class Hyp:
         frames: the frame (decoder time, 0-based since reset) at which each token was emitted; of
             the best-scoring alignment when merged.
         score: log-probability summed over the merged alignments.
-        pred: prediction network output after the last token, (pred_hidden,).
+        pred: the joint's projection of the prediction network output after the last token,
+            ``joint.pred_proj(out)`` (joint_dim,): computed once per hypothesis, not once per frame.
         h, c: prediction LSTM state, each (pred_layers, pred_hidden).
         best: log-probability of the best single alignment merged into this hypothesis (decides
             whose ``frames`` are kept).
@@ -168,7 +169,7 @@ def batched_predict(
     for lg in sorted(set(lv.tolist())):
         idx = (lv == lg).nonzero().squeeze(1)
         x[idx] = model.embed[int(lg)](tok[idx])
-    o, (hh, cc) = model.predictors[0](x[:, None, :], state)
+    o, (hh, cc) = model.run_predictor(model.predictors[0], x[:, None, :], state)
     return o[:, 0], hh, cc
 
 
@@ -208,7 +209,8 @@ class BeamSearch:
         """Start a new utterance: one empty hypothesis (blank as the start symbol), frame 0."""
         with torch.no_grad():
             out, h, c = batched_predict(self.model, [BLANK], [self.lang], None, None)
-        self.hyps = [Hyp((), (), 0.0, out[0], h[:, 0], c[:, 0], 0.0)]
+            pp = self.model.joint_net(self.lang).pred_proj(out)
+        self.hyps = [Hyp((), (), 0.0, pp[0], h[:, 0], c[:, 0], 0.0)]
         self.t = 0
 
     def advance(self, enc_t: torch.Tensor) -> None:
@@ -236,6 +238,8 @@ def advance_searches(model: RnntModel, searches: Sequence[BeamSearch], encs: Seq
 
 def _advance(model: RnntModel, searches: Sequence[BeamSearch], encs: Sequence[torch.Tensor]) -> None:
     S = max(s.max_symbols for s in searches)
+    joints = [model.joint_net(s.lang) for s in searches]
+    encs_p = [j.enc_proj(e.reshape(1, -1)) for j, e in zip(joints, encs)]  # each frame projected once, for every symbol level
     level: list[list[Hyp]] = [list(s.hyps) for s in searches]
     outs: list[dict[tuple[int, ...], Hyp]] = [{} for _ in searches]
     for k in range(S + 1):
@@ -244,9 +248,8 @@ def _advance(model: RnntModel, searches: Sequence[BeamSearch], encs: Sequence[to
             hyps = level[i]
             if not hyps:
                 continue
-            enc = encs[i].reshape(1, -1)
             preds = torch.stack([hy.pred for hy in hyps])
-            lp = model.joint(enc, preds, s.lang).log_softmax(-1).to(torch.float64)  # (n, V)
+            lp = joints[i].combine(encs_p[i], preds).log_softmax(-1).to(torch.float64)  # (n, V)
             if s.lexicon is not None:
                 lp = lp + s.lexicon.mask([hy.node for hy in hyps])
             B = outs[i]
@@ -294,11 +297,21 @@ def _advance(model: RnntModel, searches: Sequence[BeamSearch], encs: Sequence[to
         h = torch.stack([r[1].h for r in new_rows], dim=1)
         c = torch.stack([r[1].c for r in new_rows], dim=1)
         out, hh, cc = batched_predict(model, [r[2] for r in new_rows], [searches[r[0]].lang for r in new_rows], h, c)
+        # project each search's new rows through its joint (the rows come grouped by search)
+        pp = torch.empty((out.shape[0], model.cfg.joint_dim), dtype=out.dtype, device=out.device)
+        a = 0
+        while a < len(new_rows):
+            i = new_rows[a][0]
+            b = a + 1
+            while b < len(new_rows) and new_rows[b][0] == i:
+                b += 1
+            pp[a:b] = joints[i].pred_proj(out[a:b])
+            a = b
         level = [[] for _ in searches]
         for j, (i, parent, tok, sc, bs) in enumerate(new_rows):
             s = searches[i]
             node = 0 if s.lexicon is None else s.lexicon.step(parent.node, tok)
-            level[i].append(Hyp(parent.tokens + (tok,), parent.frames + (s.t,), sc, out[j], hh[:, j], cc[:, j], bs, node))
+            level[i].append(Hyp(parent.tokens + (tok,), parent.frames + (s.t,), sc, pp[j], hh[:, j], cc[:, j], bs, node))
     for i, s in enumerate(searches):
         s.hyps = sorted(outs[i].values(), key=_sort_key)[: s.beam]
         s.t += 1
@@ -497,8 +510,9 @@ class MultiDecoder:
         """New utterance: fresh hypotheses and LID sums (one batched predictor call)."""
         with torch.no_grad():
             out, h, c = batched_predict(self.model, [BLANK] * len(self.searches), self.langs, None, None)
+            pp = [self.model.joint_net(s.lang).pred_proj(out[j]) for j, s in enumerate(self.searches)]
         for j, s in enumerate(self.searches):
-            s.hyps = [Hyp((), (), 0.0, out[j], h[:, j], c[:, j], 0.0)]
+            s.hyps = [Hyp((), (), 0.0, pp[j], h[:, j], c[:, j], 0.0)]
             s.t = 0
         self.lid.reset()
         self.lid_state = None
