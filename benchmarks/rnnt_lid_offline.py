@@ -7,7 +7,10 @@ Usage::
 For each model and for the dev and test splits, ``--limit`` utterances per language (the same
 evenly spread choice as ``rnnt_multilingual.py``'s ``pick``) are encoded whole and the LID head's
 posteriors decide the language by the last frame (``lid_select="last"``, what the shipped model
-uses) and by the mean over frames (the paper, §6.3). The LID head sees only the encoder output,
+uses) and by the mean over frames (the paper, §6.3), and, when the weight file records its
+training hours per language (``meta["train_hours"]``), by both times that prior (``last+prior``,
+``mean+prior``: the block's ``lid_prior="train"``). Accuracy is over utterances (the paper's
+Table 5 Avg.), ``macro`` the mean of the per-language accuracies. The LID head sees only the encoder output,
 and the encoder's input normalisation is causal, so these decisions are the ones the streaming
 block makes on the same files (``rnnt_multilingual.py --lid-last``'s LID column, oracle
 boundaries at the file ends); this runs in a minute instead of decoding four beams.
@@ -64,10 +67,21 @@ def decide(model: Any, corpus: AsrCorpus, split: str, limit: int) -> dict[str, A
             lp = model.lid_logits(model.encode(stacked(lm)[None]))[0].log_softmax(-1)
             post = lp.exp()
             ref.append(u.lang)
-            last.append(int(post[-1].argmax()))
-            mean.append(int(post.mean(0).argmax()))
+            last.append(post[-1].double().numpy())
+            mean.append(post.mean(0).double().numpy())
             logp.append(lp.double().numpy())
-    return {"ref": np.array(ref), "last": np.array(last), "mean": np.array(mean), "logp": logp}
+    return {"ref": np.array(ref), "post_last": np.array(last), "post_mean": np.array(mean), "logp": logp}
+
+
+def rules(d: dict[str, Any], prior: list[float] | None) -> dict[str, np.ndarray]:
+    """The decisions per rule: ``last``/``mean``, and with a prior ``last+prior``/``mean+prior`` (posterior x prior, as ``LidShutoff.select``)."""
+    out = {"last": d["post_last"].argmax(1), "mean": d["post_mean"].argmax(1)}
+    if prior is not None:
+        lp = np.log(np.asarray(prior, np.float64) / np.sum(prior))
+        with np.errstate(divide="ignore"):
+            out["last+prior"] = (np.log(d["post_last"]) + lp).argmax(1)
+            out["mean+prior"] = (np.log(d["post_mean"]) + lp).argmax(1)
+    return out
 
 
 def shutoff(d: dict[str, Any], n_lang: int) -> dict[str, Any]:
@@ -88,15 +102,17 @@ def shutoff(d: dict[str, Any], n_lang: int) -> dict[str, Any]:
     return out
 
 
-def score(d: dict[str, Any], langs: list[str]) -> dict[str, Any]:
+def score(d: dict[str, Any], langs: list[str], prior: list[float] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"utterances": int(len(d["ref"]))}
-    for rule in ("last", "mean"):
-        ref, hyp = d["ref"], d[rule]
+    for rule, hyp in rules(d, prior).items():
+        ref = d["ref"]
         conf = np.zeros((len(langs), len(langs)), dtype=int)
         np.add.at(conf, (ref, hyp), 1)
+        per = {lg: round(100.0 * float((hyp[ref == g] == g).mean()), 2) for g, lg in enumerate(langs) if (ref == g).any()}
         out[rule] = {
             "accuracy": round(100.0 * float((ref == hyp).mean()), 2),
-            "per_language": {lg: round(100.0 * float((hyp[ref == g] == g).mean()), 2) for g, lg in enumerate(langs) if (ref == g).any()},
+            "macro": round(float(np.mean(list(per.values()))), 2),
+            "per_language": per,
             "confusion": conf.tolist(),
         }
     return out
@@ -118,23 +134,29 @@ def main(argv: list[str] | None = None) -> int:
         models.append((name, Path(path)))
     corpus = AsrCorpus(a.corpus)
     rows = []
-    print(f"{'model':<28} {'split':<5} {'n':>4} {'last %':>7} {'mean %':>7}  last-frame per language", flush=True)
+    print(f"{'model':<28} {'split':<5} {'n':>4} {'rule':<11} {'utt %':>6} {'macro %':>7}  per language", flush=True)
     for name, path in models:
         model, meta = load_model(path)
         model = model.float().eval()
         if not model.cfg.has_lid:
             ap.error(f"{path.name}: variant {model.cfg.variant!r} has no LID head")
         langs = list(model.cfg.languages)
-        row: dict[str, Any] = {"model": name, "file": path.name, "config": model.cfg.to_dict(), "splits": {}}
+        hours = meta.get("train_hours")
+        prior = [float(hours[lg]) for lg in langs] if isinstance(hours, dict) and all(lg in hours for lg in langs) else None
+        row: dict[str, Any] = {"model": name, "file": path.name, "config": model.cfg.to_dict(), "prior": None if prior is None else dict(zip(langs, prior)),
+                               "splits": {}}  # fmt: skip
         for split in ("dev", "test"):
             t0 = time.monotonic()
             d = decide(model, corpus, split, a.limit)
-            s = score(d, langs)
+            s = score(d, langs, prior)
             s["shutoff"] = shutoff(d, len(langs))
             s["seconds"] = round(time.monotonic() - t0, 1)
             row["splits"][split] = s
-            per = " ".join(f"{lg} {v:.1f}" for lg, v in s["last"]["per_language"].items())
-            print(f"{name:<28} {split:<5} {s['utterances']:>4} {s['last']['accuracy']:>7.2f} {s['mean']['accuracy']:>7.2f}  {per}", flush=True)
+            for rule in rules(d, prior):
+                per = " ".join(f"{lg} {v:.1f}" for lg, v in s[rule]["per_language"].items())
+                print(
+                    f"{name:<28} {split:<5} {s['utterances']:>4} {rule:<11} {s[rule]['accuracy']:>6.2f} {s[rule]['macro']:>7.2f}  {per}", flush=True
+                )
             for key, v in s["shutoff"].items():
                 print(f"{'':<28} {split:<5} shutoff {key:<22} reference decoder survives {v['reference_survives']:6.2f} %, T_avg {v['t_avg']:.2f}")
         rows.append(row)
@@ -142,7 +164,13 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "benchmarks/rnnt_lid_offline.py",
         "corpus_command": corpus.command,
         "limit_per_language": a.limit,
-        "rules": {"last": "highest last-frame LID posterior", "mean": "highest mean LID posterior over the frames (paper §6.3)"},
+        "rules": {
+            "last": "highest last-frame LID posterior",
+            "mean": "highest mean LID posterior over the frames (paper §6.3)",
+            "last+prior": "highest last-frame posterior x the model's training-hours prior (meta['train_hours'])",
+            "mean+prior": "highest mean posterior x the training-hours prior",
+        },
+        "accuracy": "over utterances (the paper's Table 5 Avg.); macro: the mean of the per-language accuracies",
         "units": "accuracy and reference_survives in % of utterances; tau in 30 ms frames",
         "rows": rows,
         "paper": {"lid_accuracy_multisoftmax_lid": 90.1},

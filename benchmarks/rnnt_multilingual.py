@@ -33,13 +33,16 @@ what it can do):
   s_th in {0.2, 0.5, inf} (``tau_frames``/``s_th`` of the block; tau = inf or s_th = inf is the
   no-shutoff run, measured once), on ``--sweep-limit`` utterances per language; ``--sweep-points``
   keeps some of them. ``--sweep-lid-score last`` switches decoders off on the latest frame's log
-  LID posterior instead of the paper's cumulative sum (``lid_score="last"`` of the block).
+  LID posterior instead of the paper's cumulative sum (``lid_score="last"`` of the block);
+  ``--sweep-lid-prior train`` weighs the final's language choice by the model's training hours
+  per language (``lid_prior`` of the block).
 
 Columns: WER (jiwer, per language over its utterances; ``avg`` word-weighted over languages as
 the paper's Avg., ``macro`` the plain mean), CER (jiwer, characters with spaces, weighted over
 languages; not in the paper, but it still moves where a small, short-trained model's WER of random
 dictionary words saturates near 100 %), LID accuracy (the final's language, i.e. its script,
-equals the reference's, as the paper's Table 5), ``T_avg`` (paper eq. 2, mean over utterances),
+equals the reference's, as the paper's Table 5; ``lid_acc_avg`` the mean over languages,
+``lid_acc_utt`` over utterances as the paper's Avg.), ``T_avg`` (paper eq. 2, mean over utterances),
 **decoder CPU** (``time.thread_time`` around the block's ``MultiDecoder.advance``/``reset`` only,
 per second of audio), and the block's **RT factor** (CPU and wall time inside the block's
 ``consume``/``flush``: features, encoder, decoders, events; model loading excluded) per second of
@@ -75,7 +78,7 @@ import torch  # noqa: E402
 from streamkit.cli import machine_info  # noqa: E402
 from streamkit.core.tags import SPEECH, SpeechBoundary  # noqa: E402
 from streamkit.models import rnnt as rnnt_mod  # noqa: E402
-from streamkit.models.rnnt_stream import RnntAsr  # noqa: E402
+from streamkit.models.rnnt_stream import RnntAsr, parse_lid_prior  # noqa: E402
 from streamkit.testing import run_block  # noqa: E402
 from streamkit.train.rnnt import AsrCorpus, Utt, read_audio  # noqa: E402
 
@@ -256,6 +259,7 @@ def score(utts: list[Utt], finals: list[Any], langs: list[str]) -> dict[str, Any
         "cer_avg": round(100 * chars_err / max(chars_ref, 1), 2),
         "lid_acc": lid,
         "lid_acc_avg": round(float(np.mean(list(lid.values()))), 2) if lid else None,
+        "lid_acc_utt": round(100 * float(np.mean([f is not None and f.lang == langs[u.lang] for u, f in zip(utts, finals)])), 2) if lid else None,
         "t_avg": round(float(np.mean(t_avg)), 3) if t_avg else None,
         "utterances": len(utts),
         "missing_finals": sum(f is None for f in finals),
@@ -288,7 +292,7 @@ def measure(name: str, mode: str, path: str | dict[str, str], utts: list[Utt], a
         row["lexicon"] = Path(str(row["lexicon"])).name
     row.update(score(utts, finals, langs))
     if per_lang:  # one decoder, the reference language: LID accuracy is 100 % by construction
-        row["lid_acc"], row["lid_acc_avg"] = None, None
+        row["lid_acc"], row["lid_acc_avg"], row["lid_acc_utt"] = None, None, None
     row.update({"audio_s": round(audio_s, 1), "decoder_cpu_per_audio_s": round(dec / audio_s, 4), "rt_cpu": round(cpu / audio_s, 4),
                 "rt_wall": round(wall / audio_s, 4)})  # fmt: skip
     return row
@@ -300,7 +304,7 @@ def fmt_rows(rows: list[dict[str, Any]], langs: list[str]) -> str:
     for r in rows:
         tau = r.get("tau_frames", "")
         sth = r.get("s_th", "")
-        lines.append([str(r["model"]), str(r["mode"]) + (" (last-frame LID)" if r.get("lid_select") == "last" else "") + (" (last-frame shutoff)" if r.get("lid_score") == "last" else ""), "inf" if tau is None else str(tau), "inf" if sth is None else str(sth),
+        lines.append([str(r["model"]), str(r["mode"]) + (" (last-frame LID)" if r.get("lid_select") == "last" else "") + (" (last-frame shutoff)" if r.get("lid_score") == "last" else "") + (" (prior)" if r.get("lid_prior") is not None else ""), "inf" if tau is None else str(tau), "inf" if sth is None else str(sth),
                       *[f"{r['wer'].get(lg, float('nan')):.2f}" if isinstance(r.get("wer"), dict) else "" for lg in langs],
                       f"{r['wer_avg']:.2f}" if r.get("wer_avg") is not None else "",
                       f"{r['cer_avg']:.2f}" if r.get("cer_avg") is not None else "",
@@ -344,6 +348,8 @@ def main(argv: list[str] | None = None) -> int:
                     "log posterior (for a recurrent LID head)")  # fmt: skip
     ap.add_argument("--sweep-points", default=None, metavar="TAU:S_TH,...",
                     help="only these (tau, s_th) points of the sweep, e.g. 'inf:inf,30:0.5' (default: the paper's whole grid)")  # fmt: skip
+    ap.add_argument("--sweep-lid-prior", default="none", metavar="SPEC",
+                    help="language prior of the sweep rows' final choice (the block's lid_prior): none (default), train, or LANG=W,...")  # fmt: skip
     ap.add_argument("--lid-last", action="store_true",
                     help="lid models: one more LID-free row choosing the language by the last frame's LID posterior (lid_select=last) instead of the mean")  # fmt: skip
     ap.add_argument("--beam", type=int, default=4)
@@ -366,6 +372,10 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError
         except ValueError:
             ap.error(f"--sweep-points wants TAU:S_TH pairs separated by commas (inf allowed), got {a.sweep_points!r}")
+    try:
+        a.lid_prior = parse_lid_prior(a.sweep_lid_prior)
+    except ValueError as e:
+        ap.error(f"--sweep-lid-prior: {e}")
     if not a.model and not a.mono:
         ap.error("give at least one --model or --mono")
     torch.set_num_threads(1)
@@ -456,6 +466,8 @@ def _run(a: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
                         sel: dict[str, Any] = {} if a.sweep_lid_select == "mean" else {"lid_select": a.sweep_lid_select}
                         if a.sweep_lid_score != "sum":
                             sel["lid_score"] = a.sweep_lid_score
+                        if a.lid_prior is not None:
+                            sel["lid_prior"] = a.lid_prior
                         done[key] = measure(name, "sweep", path, sweep_utts, audio, langs, **base, **sel,
                                             tau_frames=None if math.isinf(key[0]) else key[0], s_th=None if math.isinf(key[1]) else key[1])  # fmt: skip
                         print(fmt_rows([done[key]], langs).splitlines()[-1], flush=True)

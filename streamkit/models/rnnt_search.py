@@ -332,9 +332,16 @@ class LidShutoff:
         started: the languages whose decoders run (default all); the others never count.
         score: the statistic compared, ``"sum"`` (cumulative log posterior, paper eq. 1) or
             ``"last"`` (the latest frame's log posterior, for a recurrent LID head).
+        prior: language prior probabilities (any positive scale; None: uniform) for the
+            end-of-utterance choice (:meth:`select`): the head's posteriors are multiplied by
+            ``prior / prior.sum()`` (Bayes' rule for a head trained language-balanced, deployed where
+            the languages are not). The switch-off rule does not use it.
     """
 
-    def __init__(self, n_lang: int, *, tau: float = INF, s_th: float = INF, started: Sequence[int] | None = None, score: str = "sum") -> None:
+    def __init__(
+        self, n_lang: int, *, tau: float = INF, s_th: float = INF, started: Sequence[int] | None = None, score: str = "sum",
+        prior: Sequence[float] | None = None,
+    ) -> None:  # fmt: skip
         if n_lang < 1:
             raise ValueError(f"n_lang must be >= 1, got {n_lang}")
         if not (tau >= 0):
@@ -351,6 +358,12 @@ class LidShutoff:
         if not st or st[0] < 0 or st[-1] >= n_lang:
             raise ValueError(f"started languages must be a non-empty subset of 0..{n_lang - 1}, got {started}")
         self.started = st
+        self.log_prior: np.ndarray | None = None
+        if prior is not None:
+            pr = np.asarray(prior, dtype=np.float64).reshape(-1)
+            if pr.shape[0] != self.n_lang or not np.all(np.isfinite(pr)) or not np.all(pr > 0):
+                raise ValueError(f"prior must hold {self.n_lang} positive finite numbers, got {list(prior)}")
+            self.log_prior = np.log(pr / pr.sum())
         self.reset()
 
     def reset(self) -> None:
@@ -403,12 +416,16 @@ class LidShutoff:
         return self.post_last.copy()
 
     def select(self, rule: str = "mean") -> int:
-        """The surviving language with the highest average (``rule="mean"``) or last-frame (``"last"``) LID posterior (ties: lowest index)."""
+        """The surviving language with the highest average (``rule="mean"``) or last-frame (``"last"``) LID posterior (ties: lowest index),
+        times the prior when there is one."""
         if rule not in LID_SELECTS:
             raise ValueError(f"rule must be one of {LID_SELECTS}, got {rule!r}")
         on = np.flatnonzero(self.active)
         post = self.avg_posterior() if rule == "mean" else self.post_last
-        return int(on[int(np.argmax(post[on]))])
+        if self.log_prior is None:
+            return int(on[int(np.argmax(post[on]))])
+        with np.errstate(divide="ignore"):
+            return int(on[int(np.argmax(np.log(post[on]) + self.log_prior[on]))])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -467,6 +484,8 @@ class MultiDecoder:
             decodes unconstrained.
         lid_score: the shutoff statistic, ``"sum"`` (paper eq. 1) or ``"last"`` (see the module
             docstring).
+        lid_prior: language prior probabilities, one per model language, for the final choice
+            (see :class:`LidShutoff`); None: uniform (the paper).
     """
 
     def __init__(
@@ -482,6 +501,7 @@ class MultiDecoder:
         lid_select: str = "mean",
         lexicons: Mapping[int | None, Lexicon] | None = None,
         lid_score: str = "sum",
+        lid_prior: Sequence[float] | None = None,
     ) -> None:
         cfg = model.cfg
         if lid_select not in LID_SELECTS:
@@ -501,7 +521,8 @@ class MultiDecoder:
         lex = dict(lexicons or {})
         self.searches = [BeamSearch(model, lg, beam=beam, max_symbols_per_frame=max_symbols_per_frame, lexicon=lex.get(lg)) for lg in self.langs]
         started = [0] if cfg.variant == "vanilla" else [int(x) for x in self.langs]  # type: ignore[arg-type]
-        self.lid = LidShutoff(1 if cfg.variant == "vanilla" else cfg.n_lang, tau=tau, s_th=s_th, started=started, score=lid_score)
+        self.lid = LidShutoff(1 if cfg.variant == "vanilla" else cfg.n_lang, tau=tau, s_th=s_th, started=started, score=lid_score,
+                              prior=lid_prior if cfg.variant != "vanilla" else None)  # fmt: skip
         self.beam = int(beam)
         self.max_symbols = int(max_symbols_per_frame)
         self.lid_state: torch.Tensor | None = None  # the recurrent LID head's state (lid_hidden > 0)

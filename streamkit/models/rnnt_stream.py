@@ -84,7 +84,8 @@ class LidResult:
         method: ``"lid"`` (survivor with the highest average LID posterior), ``"lid-last"``
             (survivor with the highest last-frame LID posterior, ``lid_select="last"``), ``"score"`` (no LID
             head: the decoder whose best hypothesis scores highest), ``"fixed"`` (one language
-            decoded) or ``"tokens"`` (vanilla: the language most tokens belong to).
+            decoded) or ``"tokens"`` (vanilla: the language most tokens belong to); ``"+prior"``
+            appended when a language prior weighed the choice (``lid_prior``).
         confidence: the chosen language's average (``"lid"``) or last-frame (``"lid-last"``) LID
             posterior, else the hypothesis confidence.
         posteriors: average LID posterior per language (empty without LID head).
@@ -152,6 +153,50 @@ def words_of(symbols: Sequence[str], frames: Sequence[int]) -> list[tuple[str, i
     return [(w, a, b) for w, a, b in words if w]
 
 
+def parse_lid_prior(spec: str | None) -> str | dict[str, float] | None:
+    """A ``--lid-prior`` value: ``none`` → None, ``train``, or ``en=10,hi=10,ta=1,gu=1`` → a mapping (ValueError if malformed)."""
+    if spec is None or spec.strip() in ("", "none"):
+        return None
+    if spec.strip() == "train":
+        return "train"
+    out: dict[str, float] = {}
+    for part in spec.split(","):
+        k, sep, v = part.partition("=")
+        try:
+            w = float(v)
+        except ValueError:
+            w = math.nan
+        if not sep or not k.strip() or not (0 < w < math.inf) or k.strip() in out:
+            raise ValueError(f"language prior must be 'none', 'train' or LANG=WEIGHT,... with distinct languages and weights > 0, got {spec!r}")
+        out[k.strip()] = w
+    return out
+
+
+def resolve_lid_prior(
+    spec: str | Mapping[str, float] | None, cfg: Any, meta: Mapping[str, Any], file: str = "the weight file", who: str = "rnnt_asr"
+) -> list[float] | None:
+    """The language prior as one weight per model language (None: uniform); ConfigError when it does not fit the model."""
+    if spec is None:
+        return None
+    if spec == "train":
+        hours = meta.get("train_hours")
+        if not isinstance(hours, Mapping):
+            raise ConfigError(f"{who}: lid_prior='train' but {file} records no training hours (meta['train_hours']); give the weights per language")
+        src, what = hours, "meta['train_hours']"
+    elif isinstance(spec, Mapping):
+        src, what = spec, "lid_prior"
+    else:
+        raise ConfigError(f"{who}: lid_prior must be None, 'train' or a mapping language -> weight, got {spec!r}")
+    missing = [lg for lg in cfg.languages if lg not in src]
+    extra = [k for k in src if k not in cfg.languages]
+    if missing or extra:
+        raise ConfigError(f"{who}: {what} must name exactly the model's languages {list(cfg.languages)}; missing {missing}, unknown {extra}")
+    w = [float(src[lg]) for lg in cfg.languages]
+    if not all(0 < x < math.inf for x in w):
+        raise ConfigError(f"{who}: {what} weights must be positive and finite, got {w}")
+    return w
+
+
 @register("models.rnnt_asr")
 class RnntAsr(Sink):
     """Streaming multilingual RNN-T ASR (multi-softmax LID model, paper §4 and §6.3).
@@ -179,6 +224,12 @@ class RnntAsr(Sink):
             ``log P_t(l)`` (``"last"``: a recurrent head's posterior already conditions on the
             whole utterance so far; see :mod:`streamkit.models.rnnt_search`); ``"auto"``:
             ``"last"`` for a recurrent LID head, else ``"sum"``.
+        lid_prior (None): language prior for the final's language choice (posterior x prior,
+            renormalised; the shutoff does not use it): None (uniform, the paper), ``"train"`` (the
+            training hours per language recorded in the weight file's ``meta["train_hours"]``) or
+            a mapping language name → weight (every model language, weights > 0), e.g. the
+            expected mix of a monitored band. The LID head is trained language-balanced, so its
+            posteriors carry no prior of their own.
         utterance_mode: ``"tags"`` (default): an utterance runs from a ``SpeechBoundary(start=True)``
             to the next ``start=False``; nothing is decoded in between. ``"always"``: no SAD, the
             stream is one utterance (cut every ``max_utterance_s``); speech tags are ignored.
@@ -225,6 +276,7 @@ class RnntAsr(Sink):
         languages: Sequence[str] | None = None,
         lid_select: str = "mean",
         lid_score: str = "sum",
+        lid_prior: str | Mapping[str, float] | None = None,
         utterance_mode: str = "tags",
         pre_roll_s: float = 0.0,
         max_utterance_s: float = 30.0,
@@ -251,6 +303,13 @@ class RnntAsr(Sink):
         if lid_score not in LID_SCORES:
             raise ConfigError(f"lid_score must be one of {LID_SCORES}, got {lid_score!r}")
         self.lid_score = lid_score
+        if lid_prior is not None and lid_prior != "train":
+            if not isinstance(lid_prior, Mapping) or not lid_prior:
+                raise ConfigError(f"lid_prior must be None, 'train' or a mapping language -> weight, got {lid_prior!r}")
+            for k, v in lid_prior.items():
+                if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < float(v) < math.inf):
+                    raise ConfigError(f"lid_prior weights must be positive finite numbers keyed by language name, got {k!r}: {v!r}")
+        self.lid_prior = lid_prior if lid_prior is None or lid_prior == "train" else {str(k): float(v) for k, v in lid_prior.items()}
         if utterance_mode not in MODES:
             raise ConfigError(f"utterance_mode must be one of {MODES}, got {utterance_mode!r}")
         self.utterance_mode = utterance_mode
@@ -299,6 +358,7 @@ class RnntAsr(Sink):
             if unknown:
                 raise ConfigError(f"{self.name}: languages {unknown} not in the model's {list(cfg.languages)}")
             langs = [cfg.languages.index(x) for x in self.languages]
+        prior = resolve_lid_prior(self.lid_prior, cfg, meta, Path(self.model).name, self.name)
         lexicons = None
         if self.lexicon is not None:
             from streamkit.models.rnnt_lexicon import cached_model_lexicons
@@ -317,6 +377,7 @@ class RnntAsr(Sink):
             lid_select=self._lid_select,
             lexicons=lexicons,
             lid_score=self._lid_score,
+            lid_prior=prior,
         )
         self._feat = LogMelStream()
         self._dtype = model.feat_mean.dtype
@@ -531,6 +592,8 @@ class RnntAsr(Sink):
             method, conf = "lid", float(res.lid_posterior[res.lang])
         else:
             method, conf = "score", float(res.confidence)
+        if dec.use_lid and len(decoded) > 1 and dec.lid.log_prior is not None:
+            method += "+prior"
         posts = {names[i]: float(p) for i, p in enumerate(res.lid_posterior)} if res.lid_posterior is not None else {}
         off = {} if cfg.variant == "vanilla" else {names[int(lg)]: res.off_frame[int(lg)] for lg in decoded}
         ctx.emit(

@@ -9,7 +9,7 @@ search per language in lockstep, LID shutoff). One line per utterance::
 
 or, with ``--json``, one JSON object per utterance (file, start_s, end_s, lang, text, confidence,
 mean LID posteriors, the LID rule used (``lid_method``: ``lid`` mean posterior, ``lid-last`` last
-frame's, see ``--lid-select``), T_avg, words with their times). ``--sad none`` decodes each file as one stream
+frame's, see ``--lid-select``; ``+prior`` with ``--lid-prior``), T_avg, words with their times). ``--sad none`` decodes each file as one stream
 (cut every ``--max-utterance-s``) without a SAD.
 """
 
@@ -41,7 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--sad", choices=("stat", "none"), default="stat", help="utterances from the statistical SAD (default) or none")
     parser.add_argument("--beam", type=int, default=None,
                         help=f"beam width of each language's search (default 4, with --lexicon {DEFAULT_LEXICON_BEAM}; 1 = greedy)")  # fmt: skip
-    parser.add_argument("--tau", type=float, default=30.0, help="LID shutoff: frames (30 ms) before a decoder may be switched off (default 30; inf = never)")
+    parser.add_argument(
+        "--tau", type=float, default=30.0, help="LID shutoff: frames (30 ms) before a decoder may be switched off (default 30; inf = never)"
+    )
     parser.add_argument("--s-th", type=float, default=0.5, help="LID shutoff: margin of the LID log-posterior statistic (default 0.5; inf = never)")
     parser.add_argument("--lid-score", choices=("auto", "sum", "last"), default="auto",
                         help="LID shutoff statistic: cumulative log posterior (sum, the paper's eq. 1) or the latest frame's (last); "
@@ -49,6 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--lid-select", choices=("auto", "mean", "last"), default="auto",
                         help="language of each utterance among the surviving decoders: highest mean LID posterior (the paper) or last-frame posterior; "
                              "auto (default): last for a recurrent LID head such as the shipped model's, else mean")  # fmt: skip
+    parser.add_argument("--lid-prior", default="none", metavar="SPEC",
+                        help="language prior for each utterance's language choice (posterior x prior): none (default, uniform as the paper), "
+                             "train (the model's training hours per language) or LANG=WEIGHT,... for every model language, e.g. the expected mix")  # fmt: skip
     parser.add_argument("--languages", default=None, help="comma-separated languages to decode (default: all of the model's)")
     parser.add_argument("--pre-roll-s", type=float, default=0.1, help="start each utterance this much before the SAD's start (default 0.1 s)")
     parser.add_argument("--max-utterance-s", type=float, default=30.0, help="cut utterances longer than this (default 30 s)")
@@ -76,7 +81,7 @@ def default_weights() -> Path:
 
 
 def transcribe_array(x: Any, weights: str | Path, *, sad: str = "stat", beam: int = 4, tau: float | None = 30.0, s_th: float | None = 0.5,
-                     languages: list[str] | None = None, lid_select: str = "auto", lid_score: str = "auto", pre_roll_s: float = 0.1, max_utterance_s: float = 30.0,
+                     languages: list[str] | None = None, lid_select: str = "auto", lid_score: str = "auto", lid_prior: Any = None, pre_roll_s: float = 0.1, max_utterance_s: float = 30.0,
                      threads: int = 1, lexicon: str | None = None, word_penalty: float = 0.0) -> tuple[list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
     """Transcribe float32 mono 8 kHz audio ``x``: (one dict per utterance, runner stats)."""
     import numpy as np
@@ -90,7 +95,7 @@ def transcribe_array(x: Any, weights: str | Path, *, sad: str = "stat", beam: in
     g = Graph("transcribe")
     src = g.add(VectorSource(samples=np.asarray(x, np.float32), rate=RATE, sizes=1600), name="src")
     asr = RnntAsr(model=str(weights), beam=beam, tau_frames=tau, s_th=s_th, languages=languages, threads=threads, lid_select=lid_select,
-                  lid_score=lid_score, utterance_mode="tags" if sad == "stat" else "always", pre_roll_s=pre_roll_s if sad == "stat" else 0.0,
+                  lid_score=lid_score, lid_prior=lid_prior, utterance_mode="tags" if sad == "stat" else "always", pre_roll_s=pre_roll_s if sad == "stat" else 0.0,
                   max_utterance_s=max_utterance_s, lexicon=lexicon, word_penalty=word_penalty, name="asr")  # fmt: skip
     if sad == "stat":
         gate = g.add(SpeechGate(events=False), name="sad")
@@ -147,6 +152,14 @@ def run_from_args(ns: argparse.Namespace) -> int:
     except (StreamkitError, ValueError, OSError) as exc:
         _err(str(exc).splitlines()[0])
         return EXIT_USAGE
+    from streamkit.models.rnnt_stream import parse_lid_prior, resolve_lid_prior
+
+    try:
+        prior = parse_lid_prior(ns.lid_prior)
+        resolve_lid_prior(prior, model.cfg, meta, Path(weights).name, "--lid-prior")
+    except (StreamkitError, ValueError) as exc:
+        _err(str(exc) if str(exc).startswith("--lid-prior") else f"--lid-prior: {exc}")
+        return EXIT_USAGE
     if ns.lexicon is not None:
         from streamkit.models.rnnt_lexicon import cached_model_lexicons
         from streamkit.models.rnnt_stream import symbol_tables
@@ -172,7 +185,7 @@ def run_from_args(ns: argparse.Namespace) -> int:
         try:
             audio = ss.load_audio(f)
             t0 = time.process_time()
-            utts, _ = transcribe_array(audio.x, weights, sad=ns.sad, beam=beam, tau=_inf_none(ns.tau), s_th=_inf_none(ns.s_th), languages=langs, lid_select=ns.lid_select, lid_score=ns.lid_score,
+            utts, _ = transcribe_array(audio.x, weights, sad=ns.sad, beam=beam, tau=_inf_none(ns.tau), s_th=_inf_none(ns.s_th), languages=langs, lid_select=ns.lid_select, lid_score=ns.lid_score, lid_prior=prior,
                                        pre_roll_s=ns.pre_roll_s, max_utterance_s=ns.max_utterance_s, threads=ns.threads,
                                        lexicon=ns.lexicon, word_penalty=penalty)  # fmt: skip
             cpu = time.process_time() - t0

@@ -56,7 +56,8 @@ Issue #6 part 3; the model family is :mod:`streamkit.models.rnnt`, the corpus
 
 The weight file is :func:`streamkit.models.rnnt.save_model` with ``meta["symbols"]`` (each
 language's symbol table, as :func:`streamkit.models.rnnt_stream.symbol_tables` reads it), so
-``models.rnnt_asr`` loads it directly.
+``models.rnnt_asr`` loads it directly, and ``meta["train_hours"]`` (training hours per language; the
+block's ``lid_prior="train"``).
 """
 
 from __future__ import annotations
@@ -838,7 +839,8 @@ def train(
         m = RnntModel(cfg)
         m.load_state_dict(model.state_dict() if last else best_state)
         meta = {"symbols": symbols, "variant": cfg.variant, "step": st["step"] if last else st["best_step"], "seed": seed,
-                "card": out.with_suffix(".json").name, "corpus_command": corpus.command, "weights_from": weights_from}  # fmt: skip
+                "card": out.with_suffix(".json").name, "corpus_command": corpus.command, "weights_from": weights_from,
+                "train_hours": {lg: round(float(h), 4) for lg, h in zip(corpus.langs, hours)}}  # fmt: skip
         save_model(out, m, meta=meta, half=half_weights)
 
     def validate() -> None:
@@ -881,7 +883,12 @@ def train(
     t_rate, s_rate, a_rate = time.monotonic(), st["step"], st["audio_s"]
     try:
         while True:
-            if (steps is not None and st["step"] >= steps) or elapsed() >= budget_s or stop_signal or (stop_after is not None and st["step"] >= stop_after):
+            if (
+                (steps is not None and st["step"] >= steps)
+                or elapsed() >= budget_s
+                or stop_signal
+                or (stop_after is not None and st["step"] >= stop_after)
+            ):
                 break
             k = st["step"]
             gi = int(np.random.default_rng(np.random.SeedSequence([seed, 1, k])).choice(len(groups), p=probs))
@@ -1057,7 +1064,9 @@ def _command(cfg: RnntConfig, run: dict[str, Any], threads: int, out: Path, half
     cmd += f" --ctc-weight {run['ctc_weight']:g} --init {run['init']} --eval-every {run['eval_every']} --threads {threads}"
     if device != "cpu":
         cmd += f" --device {device}"
-    return cmd + (" " + size if size else "") + (" --half-weights" if half_weights else "") + (" --weights-from last" if weights_from == "last" else "")
+    return (
+        cmd + (" " + size if size else "") + (" --half-weights" if half_weights else "") + (" --weights-from last" if weights_from == "last" else "")
+    )
 
 
 # --------------------------------------------------------------------------------------------

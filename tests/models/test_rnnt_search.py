@@ -341,6 +341,27 @@ def test_shutoff_on_latest_frame_score():
         LidShutoff(2, score="mean")
 
 
+def test_select_with_language_prior():
+    """prior: the choice maximises log posterior + log prior among the survivors; shutoff and posteriors unchanged."""
+    frames = [logp(0.5, 0.3, 0.2), logp(0.45, 0.4, 0.15)]
+    plain, bayes = LidShutoff(3), LidShutoff(3, prior=[1, 4, 1])  # any scale: normalised
+    for f in frames:
+        plain.update(f)
+        bayes.update(f)
+    assert bayes.log_prior == pytest.approx(np.log([1 / 6, 4 / 6, 1 / 6]))
+    assert plain.select("last") == 0 and plain.select("mean") == 0
+    assert bayes.select("last") == 1 and bayes.select("mean") == 1  # .45 x 1 < .40 x 4 and (.475 x 1 < .35 x 4)
+    assert bayes.last_posterior().tolist() == plain.last_posterior().tolist() and bayes.t_avg == plain.t_avg
+    # a switched-off language is never chosen, whatever its prior
+    sh = LidShutoff(2, tau=0, s_th=0.1, score="last", prior=[1, 1000])
+    sh.update([np.log(0.9), np.log(0.1)])
+    sh.update([np.log(0.9), np.log(0.1)])
+    assert sh.active.tolist() == [True, False] and sh.select("last") == 0
+    for bad in ([1, 1], [1, 0, 1], [1, -1, 1], [1, float("nan"), 1], [1, float("inf"), 1]):
+        with pytest.raises(ValueError, match="prior"):
+            LidShutoff(3, prior=bad)
+
+
 def test_multidecoder_shutoff_on_latest_frame():
     """MultiDecoder(lid_score="last") switches off by the recurrent head's latest posterior, frame by frame."""
     model, enc, post = recurrent_lid_case(9, 5)

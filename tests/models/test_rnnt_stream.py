@@ -34,7 +34,9 @@ def signal(seconds: float = 2.4, seed: int = 0) -> np.ndarray:
     return x.astype(np.float32)
 
 
-def make_model(tmp_path, variant: str = "lid", seed: int = 0, name: str = "m.pt", symbols: bool = True, lid_hidden: int = 0) -> str:
+def make_model(
+    tmp_path, variant: str = "lid", seed: int = 0, name: str = "m.pt", symbols: bool = True, lid_hidden: int = 0, meta: dict | None = None
+) -> str:
     torch.manual_seed(seed)
     cfg = RnntConfig(
         variant=variant,
@@ -58,7 +60,7 @@ def make_model(tmp_path, variant: str = "lid", seed: int = 0, name: str = "m.pt"
         if m.lid_head is not None:
             m.lid_head.weight.mul_(3.0)
     path = tmp_path / name
-    save_model(path, m, meta={"symbols": SYMBOLS} if symbols else {})
+    save_model(path, m, meta={**({"symbols": SYMBOLS} if symbols else {}), **(meta or {})})
     return str(path)
 
 
@@ -247,6 +249,49 @@ def test_lid_score_last(tmp_path):
                               tags=tags, check_tags=False)  # fmt: skip
     with pytest.raises(ConfigError, match="lid_score"):
         RnntAsr(model=path, lid_score="mean")
+
+
+def test_lid_prior(tmp_path):
+    """lid_prior: the final's language is the survivor with the highest posterior x prior; "train" reads meta["train_hours"]."""
+    hours = {"en": 1.0, "hi": 1.0, "ta": 1.0}
+    path = make_model(tmp_path, lid_hidden=4, seed=2, meta={"train_hours": hours})
+    tags = [(0, SPEECH, SpeechBoundary(True, "t")), (12000, SPEECH, SpeechBoundary(False, "t"))]
+    x = signal(2.0)
+
+    def lid(**kw):
+        r = run_block(RnntAsr(model=path, lid_select="last", **kw), x, rate=RATE, tags=tags)
+        return next(e.payload for e in r.events if e.kind == "lid.result")
+
+    base = lid()
+    post = base.confidence
+    assert base.method == "lid-last" and 0 < post < 1
+    same = lid(lid_prior="train")  # a uniform training mix changes nothing but the method's name
+    assert same.method == "lid-last+prior" and same.lang == base.lang and same.confidence == pytest.approx(post)
+    other = next(lg for lg in ("en", "hi", "ta") if lg != base.lang)
+    w = {lg: (1e6 if lg == other else 1.0) for lg in ("en", "hi", "ta")}  # a prior strong enough to overturn the head
+    flipped = lid(lid_prior=w)
+    assert flipped.lang == other and flipped.method == "lid-last+prior"
+    assert flipped.posteriors == base.posteriors  # the prior weighs the choice, not the reported posteriors
+    assert lid(lid_prior={**w, other: 1.0}).lang == base.lang
+    # errors: at construction (malformed) or at start (does not fit the model)
+    for bad in ("uniform", {}, {"en": 0.0, "hi": 1.0, "ta": 1.0}, {"en": float("inf"), "hi": 1, "ta": 1}, {"en": True, "hi": 1, "ta": 1}):
+        with pytest.raises(ConfigError, match="lid_prior"):
+            RnntAsr(model=path, lid_prior=bad)
+    with pytest.raises(ConfigError, match=r"missing \['ta'\], unknown \['fr'\]"):
+        run_block(RnntAsr(model=path, lid_prior={"en": 1, "hi": 1, "fr": 1}), x, rate=RATE, tags=tags)
+    bare = make_model(tmp_path, name="bare.pt")
+    with pytest.raises(ConfigError, match="records no training hours"):
+        run_block(RnntAsr(model=bare, lid_prior="train"), x, rate=RATE, tags=tags)
+
+
+def test_parse_lid_prior():
+    from streamkit.models.rnnt_stream import parse_lid_prior
+
+    assert parse_lid_prior(None) is None and parse_lid_prior("none") is None and parse_lid_prior("train") == "train"
+    assert parse_lid_prior("en=10, hi=10,ta=1.5") == {"en": 10.0, "hi": 10.0, "ta": 1.5}
+    for bad in ("en", "en=0", "en=-1", "en=x", "=1", "en=1,en=2", "en=inf"):
+        with pytest.raises(ValueError, match="language prior"):
+            parse_lid_prior(bad)
 
 
 def test_config_errors(tmp_path):

@@ -418,7 +418,11 @@ def test_monolingual_run_and_its_benchmark_row(corpus, tmp_path, capsys):
     assert row["model"] == "monolingual" and row["mode"] == "known" and set(row["wer"]) == {"hi"}
     assert row["utterances"] == 2 and row["missing_finals"] == 0 and row["lid_acc"] is None
     assert res["models"]["monolingual hi"]["config"]["languages"] == ["hi"]
-    for args, msg in ((["--mono", f"en={tmp_path / 'hi.pt'}"], "not \\['en'\\]"), (["--mono", f"fr={tmp_path / 'hi.pt'}"], "LANG=PATH"), ([], "--model or --mono")):
+    for args, msg in (
+        (["--mono", f"en={tmp_path / 'hi.pt'}"], "not \\['en'\\]"),
+        (["--mono", f"fr={tmp_path / 'hi.pt'}"], "LANG=PATH"),
+        ([], "--model or --mono"),
+    ):
         with pytest.raises(SystemExit):
             bench.main(["--corpus", str(corpus), *args, "--out", str(tmp_path / "bad.json")])
         assert re.search(msg, capsys.readouterr().err)
@@ -472,9 +476,27 @@ def test_offline_lid_benchmark(corpus, tmp_path, capsys):
     conf = np.zeros((2, 2), dtype=int)
     np.add.at(conf, (ref, want), 1)
     assert test["utterances"] == 4 and test["last"]["confusion"] == conf.tolist()
-    for rule in ("last", "mean"):
+    for rule in ("last", "mean", "last+prior", "mean+prior"):
         c = np.array(test[rule]["confusion"])
         assert c.sum() == 4 and test[rule]["accuracy"] == round(100.0 * np.trace(c) / 4, 2)
+        assert test[rule]["macro"] == pytest.approx(np.mean(list(test[rule]["per_language"].values())), abs=0.01)
+    # the prior rules: the training hours the trainer recorded, applied as the block's LidShutoff.select does
+    _, meta = load_model(tmp_path / "lid.pt")
+    assert row["prior"] == meta["train_hours"] and set(meta["train_hours"]) == {"en", "hi"}
+    from streamkit.models.rnnt_search import LidShutoff
+
+    prior = [meta["train_hours"][lg] for lg in ("en", "hi")]
+    for rule, sel in (("last+prior", "last"), ("mean+prior", "mean")):
+        got = []
+        with torch.inference_mode():
+            for lm in tr.compute_logmel(utts):
+                sh = LidShutoff(2, prior=prior)
+                for row_lp in model.lid_logits(model.encode(tr.stacked(lm)[None]))[0].log_softmax(-1):
+                    sh.update(row_lp)
+                got.append(sh.select(sel))
+        c = np.zeros((2, 2), dtype=int)
+        np.add.at(c, (ref, got), 1)
+        assert test[rule]["confusion"] == c.tolist()
     # the offline shutoff: the block's rule fed the head's frame-by-frame posteriors, both statistics
     from streamkit.models.rnnt_search import MultiDecoder
 

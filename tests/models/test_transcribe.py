@@ -85,6 +85,32 @@ def test_cli_lid_score_reaches_the_block(tmp_path, capsys, monkeypatch):
         main(["transcribe", str(p), "--weights", weights, "--lid-score", "mean"])
 
 
+def test_cli_lid_prior(tmp_path, capsys, monkeypatch):
+    """--lid-prior none|train|LANG=W,... reaches the block as weights per model language; misfits are usage errors before any file."""
+    import streamkit.models.rnnt_stream as rs
+
+    weights = make_model(tmp_path)
+    p, _ = speech_file(tmp_path)
+    seen = []
+    real_start = rs.RnntAsr.start
+
+    def start(self, ctx):
+        real_start(self, ctx)
+        lp = self._dec.lid.log_prior
+        seen.append(None if lp is None else [round(float(v), 6) for v in np.exp(lp)])
+
+    monkeypatch.setattr(rs.RnntAsr, "start", start)
+    assert main(["transcribe", str(p), "--weights", weights, "--beam", "1"]) == 0
+    assert main(["transcribe", str(p), "--weights", weights, "--beam", "1", "--lid-prior", "en=3,hi=1,ta=1"]) == 0
+    assert seen == [None, [0.6, 0.2, 0.2]]
+    capsys.readouterr()
+    for spec, msg in (("en=3", "missing"), ("en=x", "language prior"), ("train", "records no training hours")):
+        assert main(["transcribe", str(p), "--weights", weights, "--lid-prior", spec]) == 2
+        err = capsys.readouterr().err
+        assert "--lid-prior" in err and msg in err
+    assert len(seen) == 2  # no file was decoded after a bad prior
+
+
 def test_cli_errors(tmp_path, capsys):
     weights = make_model(tmp_path)
     assert main(["transcribe", str(tmp_path / "missing.wav"), "--weights", weights]) == 2
