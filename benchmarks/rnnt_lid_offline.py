@@ -17,9 +17,10 @@ boundaries at the file ends); this runs in a minute instead of decoding four bea
 
 The same posteriors also drive the §6.3 decoder shutoff offline (``LidShutoff``, the block's own
 rule) at the Table 7 points that switch anything off, with both statistics (``sum``: the paper's
-cumulative log posterior; ``last``: the latest frame's, ``lid_score="last"``): the share of
-utterances whose reference-language decoder survives (an upper bound on what the shutoff leaves
-decodable) and T_avg. The decoders themselves do not run, so all of a split's utterances can be
+cumulative log posterior; ``last``: the latest frame's, ``lid_score="last"``), each also with the
+training-hours prior when the file records one (``+prior``): the share of utterances whose
+reference-language decoder survives (an upper bound on what the shutoff leaves decodable), the
+last-frame LID of the survivors and T_avg. The decoders themselves do not run, so all of a split's utterances can be
 simulated where ``rnnt_multilingual.py --sweep`` decodes a few.
 
 Writes ``benchmarks/results/rnnt_lid_offline.json`` (``--out``): accuracy per rule, split and
@@ -84,21 +85,26 @@ def rules(d: dict[str, Any], prior: list[float] | None) -> dict[str, np.ndarray]
     return out
 
 
-def shutoff(d: dict[str, Any], n_lang: int) -> dict[str, Any]:
-    """Per statistic and Table 7 point: % of utterances whose reference decoder survives, and mean T_avg."""
+def shutoff(d: dict[str, Any], n_lang: int, prior: list[float] | None = None) -> dict[str, Any]:
+    """Per statistic (with and without the prior) and Table 7 point: % of utterances whose reference decoder
+    survives, % whose final language (last-frame rule among the survivors) is right, and mean T_avg."""
     out: dict[str, Any] = {}
     for stat in ("sum", "last"):
-        for tau, s_th in SHUTOFF_POINTS:
-            alive, t_avg = 0, []
-            for lp, r in zip(d["logp"], d["ref"]):
-                sh = LidShutoff(n_lang, tau=tau, s_th=s_th, score=stat)
-                for row in lp:
-                    sh.update(row)
-                alive += bool(sh.active[r])
-                t_avg.append(sh.t_avg)
-            out[f"{stat} tau {tau} s_th {s_th:g}"] = {"statistic": stat, "tau_frames": tau, "s_th": s_th,
-                                                      "reference_survives": round(100.0 * alive / len(d["ref"]), 2),
-                                                      "t_avg": round(float(np.mean(t_avg)), 3)}  # fmt: skip
+        for pr in (None, prior) if prior is not None else (None,):
+            for tau, s_th in SHUTOFF_POINTS:
+                alive, right, t_avg = 0, 0, []
+                for lp, r in zip(d["logp"], d["ref"]):
+                    sh = LidShutoff(n_lang, tau=tau, s_th=s_th, score=stat, prior=pr)
+                    for row in lp:
+                        sh.update(row)
+                    alive += bool(sh.active[r])
+                    right += sh.select("last") == r
+                    t_avg.append(sh.t_avg)
+                name = stat + ("" if pr is None else "+prior")
+                out[f"{name} tau {tau} s_th {s_th:g}"] = {"statistic": stat, "prior": pr is not None, "tau_frames": tau, "s_th": s_th,
+                                                          "reference_survives": round(100.0 * alive / len(d["ref"]), 2),
+                                                          "lid_last": round(100.0 * right / len(d["ref"]), 2),
+                                                          "t_avg": round(float(np.mean(t_avg)), 3)}  # fmt: skip
     return out
 
 
@@ -149,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.monotonic()
             d = decide(model, corpus, split, a.limit)
             s = score(d, langs, prior)
-            s["shutoff"] = shutoff(d, len(langs))
+            s["shutoff"] = shutoff(d, len(langs), prior)
             s["seconds"] = round(time.monotonic() - t0, 1)
             row["splits"][split] = s
             for rule in rules(d, prior):
@@ -158,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"{name:<28} {split:<5} {s['utterances']:>4} {rule:<11} {s[rule]['accuracy']:>6.2f} {s[rule]['macro']:>7.2f}  {per}", flush=True
                 )
             for key, v in s["shutoff"].items():
-                print(f"{'':<28} {split:<5} shutoff {key:<22} reference decoder survives {v['reference_survives']:6.2f} %, T_avg {v['t_avg']:.2f}")
+                print(f"{'':<28} {split:<5} shutoff {key:<28} reference decoder survives {v['reference_survives']:6.2f} %, "
+                      f"last-frame LID {v['lid_last']:6.2f} %, T_avg {v['t_avg']:.2f}")  # fmt: skip
         rows.append(row)
     result = {
         "benchmark": "benchmarks/rnnt_lid_offline.py",

@@ -332,10 +332,11 @@ class LidShutoff:
         started: the languages whose decoders run (default all); the others never count.
         score: the statistic compared, ``"sum"`` (cumulative log posterior, paper eq. 1) or
             ``"last"`` (the latest frame's log posterior, for a recurrent LID head).
-        prior: language prior probabilities (any positive scale; None: uniform) for the
-            end-of-utterance choice (:meth:`select`): the head's posteriors are multiplied by
-            ``prior / prior.sum()`` (Bayes' rule for a head trained language-balanced, deployed where
-            the languages are not). The switch-off rule does not use it.
+        prior: language prior probabilities (any positive scale; None: uniform): Bayes' rule for
+            a head trained language-balanced and deployed where the languages are not. The rule
+            compares ``s_l(t) + log prior_l`` (the prior counted once, whatever the statistic), and
+            :meth:`select` multiplies the posteriors by ``prior / prior.sum()``; ``scores`` and the
+            posteriors stay the head's own.
     """
 
     def __init__(
@@ -387,9 +388,10 @@ class LidShutoff:
         self.post_sum = self.post_sum + self.post_last
         if t > self.tau and self.s_th < INF:
             on = np.flatnonzero(self.active)
-            s_max = float(np.max(self.scores[on]))
+            sc = self.scores if self.log_prior is None else self.scores + self.log_prior
+            s_max = float(np.max(sc[on]))
             for l in on:  # noqa: E741
-                if self.scores[l] < s_max - self.s_th:
+                if sc[l] < s_max - self.s_th:
                     self.active[l] = False
                     self.off_frame[l] = t
         self.decoded += self.active
@@ -484,7 +486,7 @@ class MultiDecoder:
             decodes unconstrained.
         lid_score: the shutoff statistic, ``"sum"`` (paper eq. 1) or ``"last"`` (see the module
             docstring).
-        lid_prior: language prior probabilities, one per model language, for the final choice
+        lid_prior: language prior probabilities, one per model language, for the shutoff and the final choice
             (see :class:`LidShutoff`); None: uniform (the paper).
     """
 

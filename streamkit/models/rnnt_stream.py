@@ -85,7 +85,7 @@ class LidResult:
             (survivor with the highest last-frame LID posterior, ``lid_select="last"``), ``"score"`` (no LID
             head: the decoder whose best hypothesis scores highest), ``"fixed"`` (one language
             decoded) or ``"tokens"`` (vanilla: the language most tokens belong to); ``"+prior"``
-            appended when a language prior weighed the choice (``lid_prior``).
+            appended when a language prior weighed the shutoff and the choice (``lid_prior``).
         confidence: the chosen language's average (``"lid"``) or last-frame (``"lid-last"``) LID
             posterior, else the hypothesis confidence.
         posteriors: average LID posterior per language (empty without LID head).
@@ -224,8 +224,9 @@ class RnntAsr(Sink):
             ``log P_t(l)`` (``"last"``: a recurrent head's posterior already conditions on the
             whole utterance so far; see :mod:`streamkit.models.rnnt_search`); ``"auto"``:
             ``"last"`` for a recurrent LID head, else ``"sum"``.
-        lid_prior (None): language prior for the final's language choice (posterior x prior,
-            renormalised; the shutoff does not use it): None (uniform, the paper), ``"train"`` (the
+        lid_prior (None): language prior (Bayes' rule) for the shutoff, which compares
+            ``s_l(t) + log prior_l``, and for the final's language choice (posterior x prior):
+            None (uniform, the paper), ``"train"`` (the
             training hours per language recorded in the weight file's ``meta["train_hours"]``) or
             a mapping language name → weight (every model language, weights > 0), e.g. the
             expected mix of a monitored band. The LID head is trained language-balanced, so its

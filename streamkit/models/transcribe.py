@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         help="language of each utterance among the surviving decoders: highest mean LID posterior (the paper) or last-frame posterior; "
                              "auto (default): last for a recurrent LID head such as the shipped model's, else mean")  # fmt: skip
     parser.add_argument("--lid-prior", default="none", metavar="SPEC",
-                        help="language prior for each utterance's language choice (posterior x prior): none (default, uniform as the paper), "
+                        help="language prior (Bayes' rule) for the LID shutoff and each utterance's language choice: none (default, uniform as the paper), "
                              "train (the model's training hours per language) or LANG=WEIGHT,... for every model language, e.g. the expected mix")  # fmt: skip
     parser.add_argument("--languages", default=None, help="comma-separated languages to decode (default: all of the model's)")
     parser.add_argument("--pre-roll-s", type=float, default=0.1, help="start each utterance this much before the SAD's start (default 0.1 s)")

@@ -352,11 +352,28 @@ def test_select_with_language_prior():
     assert plain.select("last") == 0 and plain.select("mean") == 0
     assert bayes.select("last") == 1 and bayes.select("mean") == 1  # .45 x 1 < .40 x 4 and (.475 x 1 < .35 x 4)
     assert bayes.last_posterior().tolist() == plain.last_posterior().tolist() and bayes.t_avg == plain.t_avg
-    # a switched-off language is never chosen, whatever its prior
-    sh = LidShutoff(2, tau=0, s_th=0.1, score="last", prior=[1, 1000])
+    # the rule compares s_l(t) + log prior_l: a strong prior keeps its language on; the scores stay the head's
+    frames2 = [[np.log(0.9), np.log(0.1)]] * 2
+    sh, bare = LidShutoff(2, tau=0, s_th=0.1, score="last", prior=[1, 1000]), LidShutoff(2, tau=0, s_th=0.1, score="last")
+    for f in frames2:
+        sh.update(f)
+        bare.update(f)
+    assert sh.active.tolist() == [False, True] and bare.active.tolist() == [True, False]
+    assert sh.scores == pytest.approx(bare.scores) and sh.select("last") == 1
+    # the prior counts once, not once per frame, with the cumulative statistic too:
+    # (.6, .4) twice: sums + log(.2, .8) = (-2.63, -2.06): language 0 off at t = 1
+    # (.7, .3) twice: (-2.32, -2.63) keeps both (a prior counted per frame would switch 0 off); a third frame switches 1 off
+    for p, off in ((0.6, [1, None]), (0.7, [None, 2])):
+        sh = LidShutoff(2, tau=0, s_th=0.5, prior=[1, 4])
+        for _ in range(3):
+            sh.update(logp(p, 1 - p))
+        assert sh.off_frame == off
+    # a switched-off language is never chosen, whatever its posterior and prior
+    sh = LidShutoff(2, tau=0, s_th=0.1, score="last", prior=[1, 2])
     sh.update([np.log(0.9), np.log(0.1)])
-    sh.update([np.log(0.9), np.log(0.1)])
-    assert sh.active.tolist() == [True, False] and sh.select("last") == 0
+    sh.update([np.log(0.9), np.log(0.1)])  # t = 1: log .9 + log 1/3 leads log .1 + log 2/3 by 1.5: off
+    sh.update([np.log(0.45), np.log(0.55)])
+    assert sh.active.tolist() == [True, False] and sh.select("last") == 0  # .55 x 2/3 > .45 x 1/3, but 1 is off
     for bad in ([1, 1], [1, 0, 1], [1, -1, 1], [1, float("nan"), 1], [1, float("inf"), 1]):
         with pytest.raises(ValueError, match="prior"):
             LidShutoff(3, prior=bad)

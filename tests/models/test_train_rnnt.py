@@ -500,17 +500,20 @@ def test_offline_lid_benchmark(corpus, tmp_path, capsys):
     # the offline shutoff: the block's rule fed the head's frame-by-frame posteriors, both statistics
     from streamkit.models.rnnt_search import MultiDecoder
 
-    assert set(test["shutoff"]) == {f"{st} tau {t} s_th {s:g}" for st in ("sum", "last") for t, s in bench.SHUTOFF_POINTS}
+    assert set(test["shutoff"]) == {f"{st} tau {t} s_th {s:g}" for st in ("sum", "last", "sum+prior", "last+prior") for t, s in bench.SHUTOFF_POINTS}
     for v in test["shutoff"].values():
-        alive, tav = 0, []
+        alive, right, tav = 0, 0, []
         with torch.inference_mode():
             for u, lm in zip(utts, tr.compute_logmel(utts)):
-                md = MultiDecoder(model, beam=1, tau=v["tau_frames"], s_th=v["s_th"], lid_score=v["statistic"])
+                md = MultiDecoder(model, beam=1, tau=v["tau_frames"], s_th=v["s_th"], lid_score=v["statistic"], lid_select="last",
+                                  lid_prior=prior if v["prior"] else None)  # fmt: skip
                 md.reset()
                 md.advance_frames(model.encode(tr.stacked(lm)[None])[0])
                 alive += md.lid.active[u.lang]
+                right += md.result().lang == u.lang
                 tav.append(md.lid.t_avg)
         assert v["reference_survives"] == round(100.0 * alive / 4, 2) and v["t_avg"] == pytest.approx(np.mean(tav), abs=1e-3)
+        assert v["lid_last"] == round(100.0 * right / 4, 2)
     ms = tr.RnntConfig(**{**TINY.to_dict(), "variant": "multisoftmax"})
     tr.train(corpus, tmp_path / "ms.pt", cfg=ms, steps=1, eval_every=1, seed=1, **KW)
     for args, msg in ((["--model", str(tmp_path / "lid.pt")], "NAME=PATH"), (["--model", f"ms={tmp_path / 'ms.pt'}"], "no LID head")):
