@@ -121,6 +121,19 @@ def block_rows(a: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
+def _args_without_out(argv: list[str]) -> list[str]:
+    """The command line without ``--out PATH`` (no machine paths in the results)."""
+    out, skip = [], False
+    for x in argv:
+        if skip:
+            skip = False
+        elif x == "--out":
+            skip = True
+        elif not x.startswith("--out="):
+            out.append(x)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--weights", type=Path, default=WEIGHTS)
@@ -159,7 +172,7 @@ def main() -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
         "benchmark": "rnnt_step",
-        "command": "python benchmarks/rnnt_step.py " + " ".join(sys.argv[1:]),
+        "command": "python benchmarks/rnnt_step.py " + " ".join(_args_without_out(sys.argv[1:])),
         "weights": a.weights.name,
         "per_call": calls,
         "block": blocks,

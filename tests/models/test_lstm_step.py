@@ -131,3 +131,4 @@ def test_benchmark_per_call_rows(tmp_path):
     assert [(r["net"], r["rows"]) for r in rows] == [("encoder", 1)] + [("predictor", b) for b in bench.ROWS]
     assert rows[0]["layers"] == 2 and rows[0]["input"] == 12 and rows[1]["hidden"] == 12
     assert all(r["max_abs_diff"] < 1e-5 and r["nn_lstm_us"] > 0 and r["lstm_step_us"] > 0 for r in rows)
+    assert bench._args_without_out(["--corpus", "C3", "--out", "/x/y.json", "--limit", "5", "--out=/z.json"]) == ["--corpus", "C3", "--limit", "5"]
