@@ -1,8 +1,10 @@
-"""Helpers shared by the block-speed benchmarks (``sad_dnn_speed.py``, ``sed_stream.py``)."""
+"""Helpers shared by the speed benchmarks (``sad_dnn_speed.py``, ``sed_stream.py``, ``rnnt_loss.py``, ``rnnt_step.py``)."""
 
 from __future__ import annotations
 
 import gc
+import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -32,3 +34,22 @@ def run_block_stats(g: Graph, chunk: int, name: str) -> dict[str, Any]:
     finally:
         gc.enable()
     return st["blocks"][name]
+
+
+def best_of(fn: Callable[[], Any], repeat: int) -> float:
+    """Best wall time in seconds of ``repeat`` calls of ``fn`` (one untimed warm-up call; gc off while timing).
+
+    The machine is shared: the minimum is the figure least disturbed by other load.
+    """
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        gc.disable()
+        try:
+            t0 = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - t0)
+        finally:
+            gc.enable()
+    return best

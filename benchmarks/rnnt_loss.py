@@ -22,11 +22,9 @@ Writes benchmarks/results/rnnt_loss.json.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,26 +32,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _bench import best_of  # noqa: E402  (benchmarks/_bench.py: the script directory is on sys.path)
+
 from streamkit.cli import machine_info  # noqa: E402
 from streamkit.models.rnnt_loss import rnnt_loss  # noqa: E402
 
 VARIANTS = ("ab", "diag")
-
-
-def best_of(fn: Callable[[], Any], repeat: int) -> float:
-    """Best wall time of ``repeat`` calls of ``fn`` (one untimed warm-up call; gc off while timing)."""
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        gc.disable()
-        try:
-            t0 = time.perf_counter()
-            fn()
-            best = min(best, time.perf_counter() - t0)
-        finally:
-            gc.enable()
-    return best
 
 
 def make_batch(B: int, T: int, U: int, V: int, seed: int = 0):

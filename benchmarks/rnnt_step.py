@@ -24,7 +24,6 @@ Writes benchmarks/results/rnnt_step.json.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import sys
 import time
@@ -35,6 +34,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _bench import best_of  # noqa: E402  (benchmarks/_bench.py)
 
 import streamkit.models.rnnt as rnnt_mod  # noqa: E402
 from streamkit.cli import machine_info  # noqa: E402
@@ -47,19 +48,12 @@ ROWS = (1, 8, 16, 32, 64)
 
 def per_call_us(fn: Any, calls: int, repeat: int) -> float:
     """Best mean time per call in microseconds over ``repeat`` runs of ``calls`` calls (gc off)."""
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        gc.disable()
-        try:
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            best = min(best, (time.perf_counter() - t0) / calls)
-        finally:
-            gc.enable()
-    return best * 1e6
+
+    def run() -> None:
+        for _ in range(calls):
+            fn()
+
+    return best_of(run, repeat) / calls * 1e6
 
 
 def call_rows(weights: Path, calls: int, repeat: int) -> list[dict[str, Any]]:

@@ -63,20 +63,26 @@ def test_cli_text_and_json(tmp_path, capsys):
     assert all(o["lang"] in ("en", "hi", "ta") for o in last)
 
 
-def test_cli_lid_score_reaches_the_block(tmp_path, capsys, monkeypatch):
-    """--lid-score (default auto) goes to the ASR block; a value outside the choices is a usage error."""
+def record_starts(monkeypatch, what):
+    """Every ASR block the CLI starts appends ``what(block)`` to the returned list."""
     import streamkit.models.rnnt_stream as rs
 
-    weights = make_model(tmp_path)
-    p, _ = speech_file(tmp_path)
     seen = []
     real_start = rs.RnntAsr.start
 
     def start(self, ctx):
         real_start(self, ctx)
-        seen.append((self.lid_score, self._dec.lid.score))
+        seen.append(what(self))
 
     monkeypatch.setattr(rs.RnntAsr, "start", start)
+    return seen
+
+
+def test_cli_lid_score_reaches_the_block(tmp_path, capsys, monkeypatch):
+    """--lid-score (default auto) goes to the ASR block; a value outside the choices is a usage error."""
+    weights = make_model(tmp_path)
+    p, _ = speech_file(tmp_path)
+    seen = record_starts(monkeypatch, lambda b: (b.lid_score, b._dec.lid.score))
     assert main(["transcribe", str(p), "--weights", weights, "--beam", "1"]) == 0
     assert main(["transcribe", str(p), "--weights", weights, "--beam", "1", "--lid-score", "last"]) == 0
     assert seen == [("auto", "sum"), ("last", "last")]  # the tiny model's LID head is linear: auto = the paper's sum
@@ -87,19 +93,9 @@ def test_cli_lid_score_reaches_the_block(tmp_path, capsys, monkeypatch):
 
 def test_cli_lid_prior(tmp_path, capsys, monkeypatch):
     """--lid-prior none|train|LANG=W,... reaches the block as weights per model language; misfits are usage errors before any file."""
-    import streamkit.models.rnnt_stream as rs
-
     weights = make_model(tmp_path)
     p, _ = speech_file(tmp_path)
-    seen = []
-    real_start = rs.RnntAsr.start
-
-    def start(self, ctx):
-        real_start(self, ctx)
-        lp = self._dec.lid.log_prior
-        seen.append(None if lp is None else [round(float(v), 6) for v in np.exp(lp)])
-
-    monkeypatch.setattr(rs.RnntAsr, "start", start)
+    seen = record_starts(monkeypatch, lambda b: None if b._dec.lid.log_prior is None else [round(float(v), 6) for v in np.exp(b._dec.lid.log_prior)])
     assert main(["transcribe", str(p), "--weights", weights, "--beam", "1"]) == 0
     assert main(["transcribe", str(p), "--weights", weights, "--beam", "1", "--lid-prior", "en=3,hi=1,ta=1"]) == 0
     assert seen == [None, [0.6, 0.2, 0.2]]
