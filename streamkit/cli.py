@@ -210,6 +210,9 @@ TRAINERS = {
     "sed": ("streamkit.train.sed", "add_arguments", "run_from_args",
             "Train the SED CRNN on a `streamkit corpus sed` corpus with one of the paper's methods (baseline, adversarial, "
             "tri-training); resumable, writes weights and a model card JSON."),
+    "sed-post": ("streamkit.train.sed_tune", "add_arguments", "run_from_args",
+                 "Fit the SED post-processing per class (median window, threshold) on a corpus' validation subset; writes a copy "
+                 "of the weight file with them in its meta (models.sed post='tuned', streamkit sed --post tuned)."),
 }
 
 
@@ -425,10 +428,12 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("args", nargs=argparse.REMAINDER, help="see `streamkit eval sad --help`")
     ev.set_defaults(func=cmd_eval)
 
-    tr = sub.add_parser("train", help="train a model: sad-dnn (CNN-GRU SAD), rnnt (multilingual RNN-T), rnnt-lid (its LID head), sed (SED CRNN)",
+    tr = sub.add_parser("train", help="train a model: sad-dnn (CNN-GRU SAD), rnnt (multilingual RNN-T), rnnt-lid (its LID head), sed (SED CRNN), "
+                        "sed-post (its per-class post-processing)",
                         description="Train a model. `streamkit train WHAT --help` lists the options.")  # fmt: skip
     tr.add_argument("what", choices=list(TRAINERS), help="sad-dnn: the CNN-GRU SAD (models.sad_dnn); rnnt: the multilingual streaming "
-                    "RNN-T (models.rnnt_asr); rnnt-lid: refit a lid RNN-T's LID head on its frozen encoder; sed: the sound event detection CRNN (models.sed)")  # fmt: skip
+                    "RNN-T (models.rnnt_asr); rnnt-lid: refit a lid RNN-T's LID head on its frozen encoder; sed: the sound event detection CRNN (models.sed); "
+                    "sed-post: fit its per-class median windows and thresholds on the validation clips")  # fmt: skip
     tr.add_argument("args", nargs=argparse.REMAINDER, help="see `streamkit train WHAT --help`")
     tr.set_defaults(func=cmd_train)
 

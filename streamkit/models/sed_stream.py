@@ -671,11 +671,51 @@ class SedResult:
 
 
 def _load(model: Any) -> SedModel:
+    return _load_meta(model)[0]
+
+
+def _load_meta(model: Any) -> tuple[SedModel, dict[str, Any]]:
     from streamkit.models.sed_crnn import SedModel, load_model
 
     if isinstance(model, SedModel):
-        return model.eval()
-    return load_model(model)[0]
+        return model.eval(), {}
+    return load_model(model)
+
+
+POSTS = ("auto", "fixed", "tuned")
+
+
+def _check_post(post: Any) -> str:
+    if post not in POSTS:
+        raise ConfigError(f"post must be one of {', '.join(POSTS)}, got {post!r}")
+    return str(post)
+
+
+def resolve_post(
+    post: str, meta: Mapping[str, Any], classes: Sequence[str], median_s: PerClass | None, threshold_high: PerClass | None, where: str
+) -> tuple[PerClass, PerClass, str]:
+    """The median windows and on-thresholds to run with: ``(median_s, threshold_high, "fixed" | "tuned")``.
+
+    ``fixed``: ``median_s`` and ``threshold_high`` (None: 0.45 s and 0.5). ``tuned``: per class
+    from the weight file's ``meta["post_tuned"]`` (``streamkit train sed-post``); ConfigError when it
+    has none, a malformed one, or when ``median_s`` / ``threshold_high`` are given too. ``auto``:
+    ``tuned`` when the file has a setting and neither value is given, else ``fixed``.
+    """
+    from streamkit.train.sed_tune import META_KEY, post_from_meta
+
+    post = _check_post(post)
+    given = median_s is not None or threshold_high is not None
+    if post == "auto":
+        post = "tuned" if not given and META_KEY in meta else "fixed"
+    if post == "fixed":
+        return (DEFAULT_MEDIAN_S if median_s is None else median_s), (DEFAULT_HIGH if threshold_high is None else threshold_high), "fixed"
+    if given:
+        raise ConfigError("post='tuned' takes the median windows and thresholds from the weight file; leave median_s / threshold_high unset")
+    try:
+        med, high = post_from_meta(meta, classes, where=where)
+    except ValueError as exc:
+        raise ConfigError(f"post='tuned': {exc}") from None
+    return med, high, "tuned"
 
 
 def sed_file(
@@ -684,11 +724,12 @@ def sed_file(
     window_s: float = DEFAULT_WINDOW_S,
     hop_s: float = DEFAULT_HOP_S,
     *,
-    median_s: PerClass = DEFAULT_MEDIAN_S,
-    threshold_high: PerClass = DEFAULT_HIGH,
+    median_s: PerClass | None = None,
+    threshold_high: PerClass | None = None,
     threshold_low: PerClass | None = DEFAULT_LOW,
     cache: bool = True,
     rate: int | None = None,
+    post: str = "auto",
 ) -> SedResult:
     """Offline sliding-window SED of a whole signal: the same probabilities and detections as the ``models.sed`` block.
 
@@ -697,11 +738,17 @@ def sed_file(
         model: a :class:`~streamkit.models.sed_crnn.SedModel` or a weight file path.
         window_s, hop_s, median_s, threshold_high, threshold_low, cache: as :class:`SedEngine`.
         rate: the audio's sample rate (None: the model's); another rate is resampled with soxr (HQ).
+        post: ``auto`` (default), ``fixed`` or ``tuned``: where the median windows and
+            on-thresholds come from (:func:`resolve_post`; ``median_s``/``threshold_high`` None
+            mean 0.45 s / 0.5 when fixed).
 
     Raises:
-        ConfigError: bad parameters. ModelError: a bad weight file.
+        ConfigError: bad parameters, or ``post="tuned"`` with a model without a tuned setting.
+        ModelError: a bad weight file.
     """
-    m = _load(model)
+    m, meta = _load_meta(model)
+    median_s, threshold_high, _used = resolve_post(post, meta, m.cfg.classes, median_s, threshold_high,
+                                                   Path(model).name if isinstance(model, (str, Path)) else "the model")  # fmt: skip
     x = np.asarray(audio)
     if x.ndim == 2:
         x = x.mean(axis=1, dtype=np.float64)
@@ -777,11 +824,17 @@ class SedBlock(Sink):
             shipped ``streamkit.models.SED_WEIGHTS`` (ConfigError when there is none).
         window_s (10.0), hop_s (1.0): window W and hop H in seconds; H >= one frame (64 ms) and at
             most W (W = H: windows side by side, no overlap).
-        median_s (0.45): median filter length per class in seconds (a number, a list over the
-            model's classes or a ``{class: seconds}`` mapping; missing classes get 0.45);
+        median_s (None = 0.45): median filter length per class in seconds (a number, a list over
+            the model's classes or a ``{class: seconds}`` mapping; missing classes get 0.45);
             ``2 round((s / 0.064 - 1) / 2) + 1`` frames.
-        threshold_high (0.5), threshold_low (None = threshold_high): hysteresis thresholds per
-            class (same forms; ``low <= high``): on at ``p > high``, on while ``p > low``.
+        threshold_high (None = 0.5), threshold_low (None = threshold_high): hysteresis thresholds
+            per class (same forms; ``low <= high``): on at ``p > high``, on while ``p > low``.
+        post ("auto"): where the median windows and on-thresholds come from
+            (:func:`resolve_post`). ``tuned``: per class from the weight file, fitted on validation
+            clips (``meta["post_tuned"]``, ``streamkit train sed-post``; the shipped weights have
+            one); ``fixed``: ``median_s`` and ``threshold_high``; ``auto``: ``tuned`` when the file
+            has a setting and neither ``median_s`` nor ``threshold_high`` is given. Which one ran
+            is ``post_used`` after ``start``.
         cache (True): CNN output cached per frame (False: full recompute per window; same results
             to float rounding, about 3x slower; for benchmarks).
         emit_frames (False): also emit ``sed.frames`` with the final frame probabilities.
@@ -793,9 +846,11 @@ class SedBlock(Sink):
     Tags:
         Reads ``sk:gap``; emits none.
     Latency:
-        Worst case ``F (Lf + h) + hop (A - 1) + n_fft - off`` items (10.68 s for the defaults: W,
-        the CNN's 384 ms look-ahead and half the median filter); ``algorithmic_latency`` uses the
-        default model's front end until ``start`` has loaded the weights.
+        Worst case ``F (Lf + h) + hop (A - 1) + n_fft - off`` items (10.68 s for W = 10 s and a
+        0.45 s median: W, the CNN's 384 ms look-ahead and half the longest median filter; the
+        shipped weights' tuned setting, longest window 3 s, adds 1.28 s). The weights are loaded
+        when the graph is built (``negotiate``), so ``algorithmic_latency`` is exact from then on;
+        before, it assumes the default model and the 0.45 s median (or the ``median_s`` given).
     Gaps:
         A ``sk:gap`` ends the segment: the final partial windows run on the audio before it, all
         its frames are finalised, open events are closed (``open_end``, ``gap_after`` = the gap)
@@ -820,9 +875,10 @@ class SedBlock(Sink):
         weights: str | None = None,
         window_s: float = DEFAULT_WINDOW_S,
         hop_s: float = DEFAULT_HOP_S,
-        median_s: PerClass = DEFAULT_MEDIAN_S,
-        threshold_high: PerClass = DEFAULT_HIGH,
+        median_s: PerClass | None = None,
+        threshold_high: PerClass | None = None,
         threshold_low: PerClass | None = DEFAULT_LOW,
+        post: str = "auto",
         cache: bool = True,
         emit_frames: bool = False,
         threads: int = 1,
@@ -834,17 +890,23 @@ class SedBlock(Sink):
         self.weights = None if weights is None else str(weights)
         self.window_s = _num("window_s", window_s, 0.0)
         self.hop_s = _num("hop_s", hop_s, 0.0)
-        self.median_s = _per_class_check("median_s", median_s, 0.0, 60.0)
-        self.threshold_high = _per_class_check("threshold_high", threshold_high, 0.0, 1.0)
+        self.median_s = None if median_s is None else _per_class_check("median_s", median_s, 0.0, 60.0)
+        self.threshold_high = None if threshold_high is None else _per_class_check("threshold_high", threshold_high, 0.0, 1.0)
         self.threshold_low = None if threshold_low is None else _per_class_check("threshold_low", threshold_low, 0.0, 1.0)
+        self.post = _check_post(post)
+        if self.post == "tuned" and (median_s is not None or threshold_high is not None):
+            raise ConfigError("post='tuned' takes the median windows and thresholds from the weight file; leave median_s / threshold_high unset")
+        self.post_used: str | None = None
         self.cache = bool(cache)
         self.emit_frames = bool(emit_frames)
         self.threads = _int("threads", threads, 1, 256)
-        if isinstance(self.threshold_low, float) and isinstance(self.threshold_high, float) and self.threshold_low > self.threshold_high:
-            raise ConfigError(f"threshold_low {self.threshold_low:g} must be <= threshold_high {self.threshold_high:g}")
-        self._geo = _default_geometry(self.window_s, self.hop_s, self.median_s)  # checks W / H early
+        high = DEFAULT_HIGH if self.threshold_high is None else self.threshold_high
+        if isinstance(self.threshold_low, float) and isinstance(high, float) and self.threshold_low > high:
+            raise ConfigError(f"threshold_low {self.threshold_low:g} must be <= threshold_high {high:g}")
+        self._geo = _default_geometry(self.window_s, self.hop_s, DEFAULT_MEDIAN_S if self.median_s is None else self.median_s)  # checks W / H early
         self.nonfinite_samples = 0
         self._eng: SedEngine | None = None
+        self._path: Path | None = None
         self._ctx: Context | None = None
 
     # -- description -------------------------------------------------------------------------------
@@ -854,25 +916,35 @@ class SedBlock(Sink):
     # -- lifecycle ---------------------------------------------------------------------------------
     def negotiate(self, inputs: Mapping[str, StreamSpec]) -> dict[str, StreamSpec]:
         require_audio(self.name, inputs["in"], RATE)
-        if self.weights is None:
-            default_weights()  # fail at build time when there is nothing to load
+        self._prepare()  # fails at build time when there is nothing (valid) to load; the declared latency becomes exact
         return {}
+
+    def _prepare(self) -> None:
+        """Load the weights, resolve the post-processing and build the engine (its geometry is the block's latency)."""
+        from streamkit.models.sed_crnn import load_model
+
+        path = default_weights() if self.weights is None else Path(self.weights)
+        model, meta = load_model(path)
+        med, high, self.post_used = resolve_post(self.post, meta, model.cfg.classes, self.median_s, self.threshold_high, f"{self.name}: {path.name}")
+        self._path = path
+        self._eng = SedEngine(model, window_s=self.window_s, hop_s=self.hop_s, median_s=med, threshold_high=high,
+                              threshold_low=self.threshold_low, cache=self.cache)  # fmt: skip
+        self._geo = self._eng.geo
 
     def start(self, ctx: Context) -> None:
         import torch
 
-        from streamkit.models.sed_crnn import load_model
-
         self._ctx = ctx
         torch.set_num_threads(self.threads)
-        path = default_weights() if self.weights is None else Path(self.weights)
-        model, _meta = load_model(path)
+        if self._eng is None:
+            self._prepare()
+        assert self._eng is not None
+        model, path = self._eng.model, self._path
+        assert path is not None
         spec = ctx.input_spec("in")
         if model.cfg.rate != spec.rate:
             raise ConfigError(f"{self.name}: the model {path.name} runs at {model.cfg.rate} Hz, the input is {float(spec.rate):g} Hz; "
                               f"put dsp.resample (to {model.cfg.rate} Hz) in front")  # fmt: skip
-        self._eng = SedEngine(model, window_s=self.window_s, hop_s=self.hop_s, median_s=self.median_s, threshold_high=self.threshold_high,
-                              threshold_low=self.threshold_low, cache=self.cache)  # fmt: skip
         self._geo = self._eng.geo
         # warm-up: one full window on noise, then forget it
         noise = (np.random.default_rng(0).standard_normal(self._eng._need_samples(0)) * 0.01).astype(np.float32)
@@ -968,11 +1040,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--weights", default=None, metavar="PATH", help="SED CRNN weight file (default: the shipped weights)")
     parser.add_argument("--window", type=float, default=DEFAULT_WINDOW_S, metavar="S", help="window W in seconds (default 10)")
     parser.add_argument("--hop", type=float, default=DEFAULT_HOP_S, metavar="S", help="hop H in seconds (default 1)")
-    parser.add_argument(
-        "--median", type=float, default=DEFAULT_MEDIAN_S, metavar="S", help="median filter length in seconds, all classes (default 0.45)"
-    )
-    parser.add_argument("--high", type=float, default=DEFAULT_HIGH, help="a class switches on where its probability > this (default 0.5)")
+    parser.add_argument("--median", type=float, default=None, metavar="S", help="median filter length in seconds, all classes (default 0.45)")
+    parser.add_argument("--high", type=float, default=None, help="a class switches on where its probability > this (default 0.5)")
     parser.add_argument("--low", type=float, default=None, help="hysteresis: ... and stays on while > this (default: = --high)")
+    parser.add_argument(
+        "--post",
+        choices=POSTS,
+        default="auto",
+        help="tuned: the weight file's per-class median windows and thresholds, fitted on validation clips (`streamkit train sed-post`; "
+        "the shipped weights have them); fixed: --median and --high (default 0.45 s, 0.5) for every class; auto (default): tuned when "
+        "the file has them and neither --median nor --high is given",
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--no-cache", action="store_true", help="recompute the CNN for every window (slower; same detections)")
     parser.add_argument("--block-s", type=float, default=30.0, metavar="S", help="seconds of audio read at a time (memory bound; default 30)")
@@ -1052,8 +1130,12 @@ def run_from_args(args: argparse.Namespace) -> int:
         import torch
 
         torch.set_num_threads(int(args.threads))
-        model = _load(default_weights() if args.weights is None else Path(args.weights))
-        eng = SedEngine(model, window_s=args.window, hop_s=args.hop, median_s=args.median, threshold_high=args.high, threshold_low=args.low,
+        wpath = default_weights() if args.weights is None else Path(args.weights)
+        model, meta = _load_meta(wpath)
+        if args.post == "tuned" and (args.median is not None or args.high is not None):
+            raise ConfigError("--post tuned takes the median windows and thresholds from the weight file; drop --median / --high")
+        med, high, _used = resolve_post(args.post, meta, model.cfg.classes, args.median, args.high, wpath.name)
+        eng = SedEngine(model, window_s=args.window, hop_s=args.hop, median_s=med, threshold_high=high, threshold_low=args.low,
                         cache=not args.no_cache)  # fmt: skip
     except (StreamkitError, FileNotFoundError) as exc:
         _err(str(exc))

@@ -402,3 +402,92 @@ def test_cli_usage_errors(tmp_path, weights):
     bad.write_bytes(b"RIFF....garbage")
     assert main(["sed", str(wav), str(bad), "--weights", weights, "-q", "--out", str(tmp_path / "o.tsv")]) == 1
     assert "a.wav" in read_strong_tsv(tmp_path / "o.tsv", classes=CLASSES)
+
+
+def _tuned_weights(model, post, tmp_path, **override):
+    """A copy of the tiny weights whose meta carries a per-class tuned setting (as `streamkit train sed-post` writes it)."""
+    thr = dict(zip(CLASSES, post["threshold_high"]))
+    med = dict(zip(CLASSES, (0.0, 0.2, 0.45, 1.0)))
+    meta = {"post_tuned": {"median_s": med, "threshold": thr, **override}}
+    return str(save_model(tmp_path / "tuned.pt", model, meta=meta)), med, thr
+
+
+def test_post_tuned_takes_the_weight_files_setting(tmp_path, model, weights, post):
+    """post='tuned' (and 'auto' on a file with a setting) equals post='fixed' with the file's per-class values,
+    in the block, sed_file and the CLI; 'auto' with values given, or on a file without a setting, is 'fixed'."""
+    from streamkit.cli import main
+
+    tw, med, thr = _tuned_weights(model, post, tmp_path)
+    fixed = sed_file(X, model, W, H, median_s=med, threshold_high=thr)
+    assert len(fixed.detections) >= 3
+    want = [det_key(d) for d in fixed.detections]
+    assert [det_key(d) for d in sed_file(X, tw, W, H, post="tuned").detections] == want
+    assert [det_key(d) for d in sed_file(X, tw, W, H).detections] == want  # auto
+    plain = [det_key(d) for d in sed_file(X, model, W, H, median_s=0.45, threshold_high=0.5).detections]
+    assert plain != want
+    assert [det_key(d) for d in sed_file(X, tw, W, H, threshold_high=0.5).detections] == plain  # auto with a value given: fixed
+    assert [det_key(d) for d in sed_file(X, tw, W, H, post="fixed").detections] == plain
+    for kw, used in ((dict(post="tuned"), "tuned"), ({}, "tuned"), (dict(post="fixed"), "fixed")):
+        b = SedBlock(weights=tw, window_s=W, hop_s=H, **kw)
+        run = run_block(b, X, rate=RATE, sizes=999)
+        assert b.post_used == used
+        assert [det_key(e.payload) for e in run.events_of(ss.SED_DETECTION)] == (want if used == "tuned" else plain)
+    b = SedBlock(weights=weights, window_s=W, hop_s=H)
+    run_block(b, X[:RATE], rate=RATE)
+    assert b.post_used == "fixed"  # no setting in the file
+    # the weights load when the graph is built, so the declared latency already has the tuned windows (the longest: 1 s)
+    from streamkit.io.collect import VectorSource
+
+    lat = {}
+    for kw in ({}, dict(post="fixed")):
+        g = Graph("t")
+        src = g.add(VectorSource(samples=X[:RATE], rate=RATE), name="src")
+        blk = g.add(SedBlock(weights=tw, window_s=W, hop_s=H, **kw), name="sed")
+        g.connect(src, blk)
+        lat[blk.post_used] = g.build().latency_items["sed"]
+        run_block(blk, X[:RATE], rate=RATE)
+        assert blk.algorithmic_latency() == lat[blk.post_used]
+    geo = blk._geo
+    from streamkit.models.sed_post import median_frames
+
+    assert lat["tuned"] - lat["fixed"] == geo.frame_hop * (median_frames(1.0, 0.064) // 2 - median_frames(0.45, 0.064) // 2) > 0
+    wav = tmp_path / "x.wav"
+    sf.write(wav, X, RATE, subtype="FLOAT")
+    for extra in (["--post", "tuned"], []):
+        out = tmp_path / "t.tsv"
+        assert main(["sed", str(wav), "--out", str(out), "--weights", tw, "--window", str(W), "--hop", str(H), "-q", *extra]) == 0
+        got = read_strong_tsv(out, classes=CLASSES)["x.wav"]
+        assert [(e.event_label, e.onset, e.offset) for e in got] == sorted(
+            [(d.label, round(d.onset_s, 3), round(d.offset_s, 3)) for d in fixed.detections], key=lambda t: (t[1], t[0], t[2])
+        )
+
+
+def test_post_tuned_errors(tmp_path, model, weights, post, capsys):
+    from streamkit.cli import main
+
+    with pytest.raises(ConfigError, match="post must be one of"):
+        SedBlock(weights=weights, post="best")
+    with pytest.raises(ConfigError, match="leave median_s / threshold_high unset"):
+        SedBlock(weights=weights, post="tuned", median_s=0.2)
+    with pytest.raises(ConfigError, match="no tuned post-processing"):
+        sed_file(X[:RATE], weights, W, H, post="tuned")
+    with pytest.raises(ConfigError, match="no tuned post-processing"):
+        run_block(SedBlock(weights=weights, window_s=W, hop_s=H, post="tuned"), X[:RATE], rate=RATE)
+    bad, _m, thr = _tuned_weights(model, post, tmp_path, threshold={**dict(zip(CLASSES, post["threshold_high"])), "a": 1.5})
+    with pytest.raises(ConfigError, match=r"\['threshold'\]\['a'\] = 1.5 is out of range"):
+        sed_file(X[:RATE], bad, W, H)
+    with pytest.raises(ConfigError, match="leave median_s / threshold_high unset"):
+        sed_file(X[:RATE], bad, W, H, post="tuned", median_s=0.2)
+    (tmp_path / "m").mkdir()
+    missing, _m, _t = _tuned_weights(model, post, tmp_path / "m", median_s={"a": 0.1})
+    with pytest.raises(ConfigError, match="each of the model's classes"):
+        sed_file(X[:RATE], missing, W, H, post="tuned")
+    wav = tmp_path / "x.wav"
+    sf.write(wav, X[:RATE], RATE)
+    capsys.readouterr()
+    assert main(["sed", str(wav), "--weights", weights, "--post", "tuned", "-q"]) == 2
+    assert "no tuned post-processing" in capsys.readouterr().err
+    tw = str(tmp_path / "tuned.pt")
+    _tuned_weights(model, post, tmp_path)
+    assert main(["sed", str(wav), "--weights", tw, "--post", "tuned", "--high", "0.4", "-q"]) == 2
+    assert "drop --median / --high" in capsys.readouterr().err

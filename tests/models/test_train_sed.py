@@ -268,3 +268,67 @@ def test_missing_or_corrupt_corpus(corpus, tmp_path, capsys):
     (bad / "validation" / "audio" / sorted(p.name for p in (bad / "validation" / "audio").glob("*.wav"))[0]).unlink()
     assert run(bad) == 2
     assert "missing from" in capsys.readouterr().err
+
+
+def test_post_tune_benchmark(corpus, tmp_path, capsys):
+    """benchmarks/sed_post_tune.py: per-model tuning on validation, eval scored three ways, seed means and the target."""
+    import importlib.util
+    from pathlib import Path
+
+    from streamkit.train.sed import train
+
+    m = tmp_path / "m.pt"
+    train(corpus, m, _opts(method="baseline", epochs=1), cfg=_tiny(), quiet=True)
+    spec = importlib.util.spec_from_file_location("sed_post_tune_bench", Path(__file__).resolve().parents[2] / "benchmarks" / "sed_post_tune.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = tmp_path / "r.json"
+    assert bench.main(["--corpus", str(corpus), "--model", f"baseline={m}", "--model", f"adv-time+tri@copy={m}", "--out", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert str(tmp_path) not in out.read_text()
+    r0, r1 = res["rows"]
+    assert r0["label"] == "baseline" and r1["label"] == "adv-time+tri (copy)"
+    assert r0["eval"] == r1["eval"] and r0["tuning"] == r1["tuning"]  # the same weights twice
+    v = r0["validation"]
+    assert v["default"] <= v["global"] <= v["per-class"]
+    assert set(r0["eval"]) == {"default", "global", "per-class"}
+    assert res["summary"]["target"]["per-class"] == {"gain": 0.0, "met": False}
+    assert "val ev: default" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        bench.main(["--corpus", str(corpus), "--model", f"nomethod={m}"])
+
+
+def test_train_sed_post_writes_the_tuned_setting(corpus, tmp_path, capsys):
+    """`streamkit train sed-post`: the same weights, meta['post_tuned'] per class, usable by sed_file(post='tuned'); errors exit 2."""
+    from streamkit.cli import main
+    from streamkit.models.sed_crnn import load_model
+    from streamkit.models.sed_stream import sed_file
+    from streamkit.train.sed import train
+    from streamkit.train.sed_tune import post_from_meta
+
+    m = tmp_path / "m.pt"
+    train(corpus, m, _opts(method="baseline", epochs=1), cfg=_tiny(), quiet=True)
+    out = tmp_path / "tuned.pt"
+    assert main(["train", "sed-post", "--model", str(m), "--corpus", str(corpus), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "threshold" in printed and '"out": "tuned.pt"' in printed
+    a, meta_a = load_model(m)
+    b, meta_b = load_model(out)
+    for (ka, va), (kb, vb) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert ka == kb and torch.equal(va, vb), ka
+    assert "post_tuned" not in meta_a
+    post = meta_b["post_tuned"]
+    assert post["source"] == "m.pt" and post["corpus_command"].startswith("streamkit corpus sed --out DIR ")
+    med, thr = post_from_meta(meta_b, b.cfg.classes)
+    assert set(med) == set(thr) == set(b.cfg.classes)
+    v = post["val_macro_event_f1"]
+    assert v["default"] <= v["global"] <= v["per_class"]
+    x = np.random.default_rng(0).standard_normal(16000 * 3).astype(np.float32) * 0.1
+    r = sed_file(x, str(out), post="tuned")
+    assert r.probs.shape[1] == len(b.cfg.classes)
+    assert main(["train", "sed-post", "--model", str(m), "--corpus", str(tmp_path / "nope"), "--out", str(out), "--quiet"]) == 2
+    assert "corpus directory not found" in capsys.readouterr().err
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a model")
+    assert main(["train", "sed-post", "--model", str(bad), "--corpus", str(corpus), "--out", str(out), "--quiet"]) == 2
+    assert "error:" in capsys.readouterr().err
