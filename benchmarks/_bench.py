@@ -1,10 +1,14 @@
-"""Helpers shared by the speed benchmarks (``sad_dnn_speed.py``, ``sed_stream.py``, ``rnnt_loss.py``, ``rnnt_step.py``)."""
+"""Helpers shared by the benchmarks (``sad_dnn_speed.py``, ``sed_stream.py``, ``rnnt_loss.py``, ``rnnt_step.py``, and the result
+files of ``sed_table1.py``, ``sed_post_tune.py``, ``rnnt_lid_offline.py``)."""
 
 from __future__ import annotations
 
 import gc
+import json
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -53,3 +57,12 @@ def best_of(fn: Callable[[], Any], repeat: int) -> float:
         finally:
             gc.enable()
     return best
+
+
+def write_result(path: str | Path, result: dict[str, Any]) -> int:
+    """Write a benchmark's result JSON (parents created), say so on stderr by file name only; returns 0 (the exit code)."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {out.name}", file=sys.stderr)
+    return 0

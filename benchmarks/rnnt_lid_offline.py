@@ -31,7 +31,6 @@ absolute paths.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -48,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import torch  # noqa: E402
+from _bench import write_result  # noqa: E402
 from rnnt_multilingual import pick  # noqa: E402
 
 from streamkit.cli import machine_info  # noqa: E402
@@ -184,11 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine_info(),
         "measured_at": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
-    out = Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {out.name}", file=sys.stderr)
-    return 0
+    return write_result(a.out, result)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _bench import write_result  # noqa: E402
+
 from streamkit.cli import machine_info  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "sed_post_tune.json"
@@ -149,11 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine_info(),
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
-    out = Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {out.name}", file=sys.stderr)
-    return 0
+    return write_result(a.out, result)
 
 
 if __name__ == "__main__":

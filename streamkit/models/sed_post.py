@@ -33,7 +33,7 @@ The grid arithmetic is repeated here (:func:`frame_times`) without importing tor
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,12 +42,14 @@ import numpy.typing as npt
 __all__ = [
     "DEFAULT_MEDIAN_S",
     "DEFAULT_THRESHOLD",
+    "META_KEY",
     "binarize",
     "frame_times",
     "frames_to_events",
     "hysteresis",
     "median_filter",
     "median_frames",
+    "post_from_meta",
     "runs",
 ]
 
@@ -197,3 +199,31 @@ def frames_to_events(
     order = {n: i for i, n in enumerate(names)}
     events.sort(key=lambda e: (e[1], order[e[0]], e[2]))
     return events
+
+
+#: key of a weight file's meta holding per-class post-processing fitted on validation clips
+#: (``streamkit train sed-post``, :mod:`streamkit.train.sed_tune`)
+META_KEY = "post_tuned"
+
+
+def post_from_meta(meta: Mapping[str, Any], classes: Sequence[str], *, where: str = "the weight file") -> tuple[dict[str, float], dict[str, float]]:
+    """``(median_s, threshold)`` per class from a weight file's ``meta["post_tuned"]``.
+
+    Raises ValueError when there is none or it does not cover exactly ``classes`` with valid values.
+    """
+    post = meta.get(META_KEY)
+    if not isinstance(post, Mapping):
+        raise ValueError(f"{where} has no tuned post-processing (meta['{META_KEY}']); make one with `streamkit train sed-post`")
+    out = []
+    for key, lo, hi in (("median_s", 0.0, 60.0), ("threshold", 0.0, 1.0)):
+        d = post.get(key)
+        if not isinstance(d, Mapping) or set(d) != set(classes):
+            raise ValueError(f"{where}: meta['{META_KEY}']['{key}'] must give a value for each of the model's classes {list(classes)}")
+        vals = {}
+        for c in classes:
+            v = d[c]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= float(v) <= hi or (key == "threshold" and float(v) in (0.0, 1.0)):
+                raise ValueError(f"{where}: meta['{META_KEY}']['{key}'][{c!r}] = {v!r} is out of range")
+            vals[c] = float(v)
+        out.append(vals)
+    return out[0], out[1]

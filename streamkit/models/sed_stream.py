@@ -701,7 +701,7 @@ def resolve_post(
     has none, a malformed one, or when ``median_s`` / ``threshold_high`` are given too. ``auto``:
     ``tuned`` when the file has a setting and neither value is given, else ``fixed``.
     """
-    from streamkit.train.sed_tune import META_KEY, post_from_meta
+    from streamkit.models.sed_post import META_KEY, post_from_meta
 
     post = _check_post(post)
     given = median_s is not None or threshold_high is not None

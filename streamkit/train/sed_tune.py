@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from streamkit.models.sed_post import DEFAULT_MEDIAN_S, DEFAULT_THRESHOLD, frames_to_events, median_frames
+from streamkit.models.sed_post import DEFAULT_MEDIAN_S, DEFAULT_THRESHOLD, META_KEY, frames_to_events, median_frames, post_from_meta
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
@@ -207,8 +207,6 @@ def tune_post(
 # the weight file's tuned setting, and `streamkit train sed-post`
 # ------------------------------------------------------------------------------------------------
 
-META_KEY = "post_tuned"
-
 
 def post_meta(tuning: PostTuning, *, source: str, corpus_command: str | None) -> dict[str, Any]:
     """``meta["post_tuned"]`` of a weight file: per-class ``median_s`` and ``threshold`` and where they come from."""
@@ -226,29 +224,6 @@ def post_meta(tuning: PostTuning, *, source: str, corpus_command: str | None) ->
         "source": source,
         "corpus_command": corpus_command,
     }
-
-
-def post_from_meta(meta: Mapping[str, Any], classes: Sequence[str], *, where: str = "the weight file") -> tuple[dict[str, float], dict[str, float]]:
-    """``(median_s, threshold)`` per class from a weight file's ``meta["post_tuned"]``.
-
-    Raises ValueError when there is none or it does not cover exactly ``classes`` with valid values.
-    """
-    post = meta.get(META_KEY)
-    if not isinstance(post, Mapping):
-        raise ValueError(f"{where} has no tuned post-processing (meta['{META_KEY}']); make one with `streamkit train sed-post`")
-    out = []
-    for key, lo, hi in (("median_s", 0.0, 60.0), ("threshold", 0.0, 1.0)):
-        d = post.get(key)
-        if not isinstance(d, Mapping) or set(d) != set(classes):
-            raise ValueError(f"{where}: meta['{META_KEY}']['{key}'] must give a value for each of the model's classes {list(classes)}")
-        vals = {}
-        for c in classes:
-            v = d[c]
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= float(v) <= hi or (key == "threshold" and float(v) in (0.0, 1.0)):
-                raise ValueError(f"{where}: meta['{META_KEY}']['{key}'][{c!r}] = {v!r} is out of range")
-            vals[c] = float(v)
-        out.append(vals)
-    return out[0], out[1]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
