@@ -114,19 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default=str(OUT), help="result JSON (default benchmarks/results/sed_post_tune.json)")
     a = ap.parse_args(argv)
-    from sed_table1 import METHOD_NAMES
+    from sed_table1 import parse_model_specs
 
-    models = []
-    for m in a.model:
-        if "=" not in m:
-            ap.error(f"--model wants METHOD=PATH or METHOD@LABEL=PATH, got {m!r}")
-        spec, path = m.split("=", 1)
-        meth, _, lab = spec.partition("@")
-        if meth not in METHOD_NAMES:
-            ap.error(f"unknown method {meth!r}; one of {', '.join(METHOD_NAMES)}")
-        models.append((f"{meth} ({lab})" if lab else meth, meth, Path(path)))
-    if not models:
-        ap.error("give at least one --model METHOD=PATH")
+    models = [(f"{meth} ({lab})" if lab else meth, meth, path) for meth, lab, path in parse_model_specs(ap, a.model)]
     import torch
 
     from streamkit.train.sed import SedCorpus

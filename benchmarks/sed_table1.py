@@ -75,6 +75,22 @@ def _fmt(v: Any, w: int = 7) -> str:
     return f"{v:{w}.2f}" if isinstance(v, (int, float)) and v == v else " " * (w - 1) + "-"
 
 
+def parse_model_specs(ap: argparse.ArgumentParser, specs: list[str]) -> list[tuple[str, str, Path]]:
+    """``--model METHOD[@LABEL]=PATH`` options as ``(method, label or "", path)``; bad ones are usage errors (``ap.error``)."""
+    out = []
+    for m in specs:
+        if "=" not in m:
+            ap.error(f"--model wants METHOD=PATH or METHOD@LABEL=PATH, got {m!r}")
+        spec, path = m.split("=", 1)
+        meth, _, label = spec.partition("@")
+        if meth not in METHOD_NAMES:
+            ap.error(f"unknown method {meth!r}; one of {', '.join(METHOD_NAMES)}")
+        out.append((meth, label, Path(path)))
+    if not out:
+        ap.error("give at least one --model METHOD=PATH")
+    return out
+
+
 def evaluate_model(method: str, path: Path, corpus: Any, *, median_s: float | None, threshold: float | None, psds: bool) -> dict[str, Any]:
     from streamkit.models.sed_crnn import load_model, n_params
     from streamkit.train.sed import predict_frames, score_probs
@@ -152,18 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(a.threads)
     models: list[tuple[str, Path]] = []
     labels: dict[int, str] = {}
-    for m in a.model:
-        if "=" not in m:
-            ap.error(f"--model wants METHOD=PATH or METHOD@LABEL=PATH, got {m!r}")
-        meth, path = m.split("=", 1)
-        meth, _, label = meth.partition("@")
-        if meth not in METHOD_NAMES:
-            ap.error(f"unknown method {meth!r}; one of {', '.join(METHOD_NAMES)}")
+    for meth, label, path in parse_model_specs(ap, a.model):
         if label:
             labels[len(models)] = label
-        models.append((meth, Path(path)))
-    if not models:
-        ap.error("give at least one --model METHOD=PATH")
+        models.append((meth, path))
     order = list(METHOD_NAMES)
     idx = sorted(range(len(models)), key=lambda i: (i in labels, order.index(models[i][0])))
     models = [models[i] for i in idx]
