@@ -110,6 +110,22 @@ def test_variant_gradients_agree_and_padding_gets_no_gradient():
     assert torch.allclose(g.sum(-1), torch.zeros_like(g.sum(-1)), atol=1e-12)
 
 
+def test_variants_agree_at_the_vanilla_union_size():
+    """The closed form and the autograd reference at the 341-symbol union of the vanilla model, long lattices."""
+    torch.manual_seed(0)
+    logits = torch.randn(3, 40, 13, 341, dtype=torch.float64)
+    targets = torch.randint(1, 341, (3, 12))
+    T_l, U_l = torch.tensor([40, 25, 10]), torch.tensor([12, 7, 0])
+    out = []
+    for variant in VARIANTS:
+        x = logits.clone().requires_grad_(True)
+        loss = rnnt_loss(x, targets, T_l, U_l, reduction="mean", variant=variant)
+        (g,) = torch.autograd.grad(loss, x)
+        out.append((loss.detach(), g))
+    assert torch.allclose(out[0][0], out[1][0], rtol=0, atol=1e-10)
+    assert torch.allclose(out[0][1], out[1][1], rtol=0, atol=1e-12)
+
+
 def test_reductions_and_float32():
     logits, targets, T_l, U_l = case(6)
     none = rnnt_loss(logits, targets, T_l, U_l, reduction="none")
