@@ -128,7 +128,7 @@ def train_fresh_joint(
         with torch.no_grad():
             enc = model.encode(x, torch.full((len(us),), lg))
         if mode == "union":
-            y = model.to_union(torch.where(torch.arange(y.shape[1])[None] < tl[:, None], y, 0), lg)
+            y = model.to_union(y, lg)  # collate pads with blank 0, which to_union keeps
         return enc, fl, y, tl
 
     def loss(enc: torch.Tensor, fl: torch.Tensor, y: torch.Tensor, tl: torch.Tensor) -> torch.Tensor:
