@@ -201,6 +201,25 @@ class SedCorpus:
             if not self.files.get(s):
                 raise CorpusError(f"{self.root}: subset {s!r} is missing or empty")
 
+    def generator_truth(self, subset: str) -> dict[str, list[tuple[str, float, float]]]:
+        """The generator's strong truth of a subset (``<subset>/meta.json``): file -> [(label, onset, offset)].
+
+        For analysis only (``streamkit train sed --oracle-labels``): a trainer of a real method never
+        reads it, since the weak and unlabelled clips' truth is exactly what the task withholds.
+        """
+        p = self.root / subset / "meta.json"
+        if not p.is_file():
+            raise CorpusError(f"{p}: no generator record; --oracle-labels needs a corpus made by `streamkit corpus sed`")
+        try:
+            meta = json.loads(p.read_text(encoding="utf-8"))
+            truth = {f"{c['id']}.wav": [(str(e["event_label"]), float(e["onset"]), float(e["offset"])) for e in c["events"]] for c in meta}
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise CorpusError(f"{p}: unreadable generator record: {type(e).__name__}: {e}") from None
+        missing = [f for f in self.files.get(subset, []) if f not in truth]
+        if missing:
+            raise CorpusError(f"{p}: {len(missing)} clips of {subset!r} have no record (e.g. {missing[0]})")
+        return truth
+
     def corpus_command(self) -> str | None:
         """The generating command with the output directory replaced by ``DIR`` (no machine paths)."""
         cmd = self.manifest.get("command")
@@ -288,6 +307,7 @@ class TrainOptions:
     pseudo_threshold: float = 0.5  #: tri-training: positive where F1 and F2 are both above (paper: 0.5)
     pseudo_negative: float | None = None  #: tri-training: negative where both are below (None: 1 - pseudo_threshold, the paper)
     relabel_every: int = 0  #: tri-training: remake the pseudo-labels every N final-stage epochs, F1/F2 trained on (0: once, the paper)
+    oracle_labels: bool = False  #: analysis: the generator's true labels of W and U (tri: as the pseudo-labels; else: from step 0)
 
     def pseudo_rule(self) -> dict[str, float]:
         """The pseudo-label thresholds (validated): ``{"positive": .., "negative": ..}``."""
@@ -301,6 +321,8 @@ class TrainOptions:
     def fingerprint(self) -> dict[str, Any]:
         """What a resumed run must share with the checkpoint."""
         fp = {k: getattr(self, k) for k in ("method", "epochs", "seed", "batch", "lr", "grl_schedule", "synthetic_holdout")}
+        if self.oracle_labels and not parse_method(self.method)[1]:
+            fp["oracle_labels"] = True  # from step 0 (tri-training: checked when the labels are made, so it can branch)
         return {**fp, "tri_epochs": self.final_epochs()}
 
     def final_epochs(self) -> int:
@@ -415,7 +437,7 @@ class _Data:
     def __init__(self, corpus: SedCorpus, cfg: SedConfig, opts: TrainOptions, quiet: bool) -> None:
         corpus.require("synthetic", "weak", "validation")
         adv, tri = parse_method(opts.method)
-        self.uses_u = adv is not None or tri
+        self.uses_u = adv is not None or tri or opts.oracle_labels
         if self.uses_u:
             corpus.require("unlabelled")
         s_files = corpus.files["synthetic"]
@@ -482,6 +504,21 @@ def _pseudo_label_all(
     return np.concatenate(frames), np.concatenate(clips)
 
 
+def _oracle_label_all(corpus: SedCorpus, subset: str, cfg: SedConfig, t_out: int) -> tuple[np.ndarray, np.ndarray]:
+    """int8 frame (N, T', K) and clip (N, K) labels of a subset from the generator's truth, every one labelled."""
+    truth = corpus.generator_truth(subset)
+    files = corpus.files[subset]
+    frames = np.zeros((len(files), t_out, cfg.n_classes), np.int8)
+    for i, f in enumerate(files):
+        frames[i] = events_to_frames(truth[f], t_out, cfg).numpy().astype(np.int8)
+    index = {c: i for i, c in enumerate(cfg.classes)}
+    clips = np.zeros((len(files), cfg.n_classes), np.int8)
+    for i, f in enumerate(files):
+        for lab, _on, _off in truth[f]:
+            clips[i, index[lab]] = 1
+    return frames, clips
+
+
 def train(
     corpus_dir: str | Path,
     out: str | Path,
@@ -512,7 +549,10 @@ def train(
         raise ValueError(f"--relabel-every must be >= 0, got {opts.relabel_every}")
     if opts.relabel_every and not tri:
         raise ValueError(f"--relabel-every needs a tri-training method, not {opts.method!r}")
+    if opts.oracle_labels and opts.relabel_every:
+        raise ValueError("--oracle-labels gives the true labels once; --relabel-every has nothing to remake")
     relabel = bool(opts.relabel_every)
+    source = "oracle" if opts.oracle_labels else "labelers"
     out = Path(out)
     ckpt_p = Path(ckpt) if ckpt is not None else out.with_name(out.stem + ".ckpt")
     torch.set_num_threads(int(opts.threads))
@@ -551,6 +591,10 @@ def train(
         if made_every is not None and made_every != opts.relabel_every:
             raise ValueError(f"{ckpt_p}: its final stage runs with --relabel-every {made_every}, this run asks for {opts.relabel_every}; "
                              "resume with that (or from a checkpoint before the switch)")  # fmt: skip
+        made_from = ck["state"].get("pseudo_source", "labelers") if ck["state"].get("pseudo") is not None else None
+        if made_from is not None and made_from != source:
+            raise ValueError(f"{ckpt_p}: its final stage learns from {made_from} labels, this run asks for {source} labels "
+                             "(--oracle-labels); resume with that (or from a checkpoint before the switch)")  # fmt: skip
         model.load_state_dict(ck["model"])
         optim.load_state_dict(ck["optim"])
         torch.set_rng_state(ck["torch_rng"])
@@ -622,11 +666,16 @@ def train(
             stage = stage_at(step)
             refresh = (relabel and st["pseudo"] is not None and (step - switch_step) % (opts.relabel_every * steps_per_epoch) == 0
                        and st.get("pseudo_step") != step)  # fmt: skip
-            if tri and stage == "final" and (st["pseudo"] is None or refresh):
+            if (tri and stage == "final" or opts.oracle_labels and not tri) and (st["pseudo"] is None or refresh):
                 t0 = time.monotonic()
-                wf, wc = _pseudo_label_all(model, data.W, data.w_clip, rule=rule)
-                uf, uc = _pseudo_label_all(model, data.U, None, rule=rule) if data.U is not None else (None, None)
+                if opts.oracle_labels:
+                    wf, _wc = _oracle_label_all(corpus, "weak", cfg, data.t_out)
+                    uf, uc = _oracle_label_all(corpus, "unlabelled", cfg, data.t_out) if data.U is not None else (None, None)
+                else:
+                    wf, _wc = _pseudo_label_all(model, data.W, data.w_clip, rule=rule)
+                    uf, uc = _pseudo_label_all(model, data.U, None, rule=rule) if data.U is not None else (None, None)
                 st["pseudo"] = {"w_frame": wf, "u_frame": uf, "u_clip": uc}
+                st["pseudo_source"] = source
                 st["pseudo_rule"] = rule
                 st["relabel_every"] = opts.relabel_every
                 st["pseudo_step"] = step
@@ -641,7 +690,8 @@ def train(
                 log(f"pseudo-labels at step {step}: {json.dumps(stats)}")
                 save_ckpt()
                 last_ckpt = time.monotonic()
-            use_u = data.U is not None and (adv is not None or (tri and stage == "final"))
+            pl = st["pseudo"] if stage == "final" or not tri else None  # (without tri-training: --oracle-labels only)
+            use_u = data.U is not None and (adv is not None or pl is not None)
             b = opts.batch
             i_s = _stream(opts.seed, 0, data.n_s, step * b, b)
             i_w = _stream(opts.seed, 1, data.W.shape[0], step * b, b)
@@ -652,7 +702,6 @@ def train(
             clip = [torch.from_numpy(data.s_clip[i_s]), torch.from_numpy(data.w_clip[i_w])]
             cmask = [torch.ones(b, k), torch.ones(b, k)]
             dom = [torch.zeros(b), torch.ones(b)]
-            pl = st["pseudo"] if stage == "final" else None
             lab = relabel and pl is not None  # the labelers keep learning from the labelled targets only
             if lab:
                 lab_frame, lab_fmask, lab_clip, lab_cmask = list(frame), list(fmask), list(clip), list(cmask)
@@ -795,6 +844,7 @@ def finalize(ckpt: Path, out: Path, corpus: SedCorpus, *, opts: TrainOptions, qu
             "pseudo_negative": rule["negative"] if rule else None,
             "pseudo_stats": st.get("pseudo_stats"),
             "relabel_every": opts.relabel_every if tri else None,
+            "oracle_labels": bool(opts.oracle_labels),
             "pseudo_history": st.get("pseudo_history"),
             "selection": "best validation event-based macro F1 at epoch ends" + (" of the final (pseudo-label) stage" if tri else ""),
             "best_epoch": st.get("best_epoch"),
@@ -864,6 +914,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "learning from the labelled data (S, W tags; eq. 8) while Ft learns from the pseudo-labels too, as in asymmetric "
                         "tri-training (default 0: once at the switch, the paper's Algorithm 1). Like the thresholds, not part of the "
                         "checkpoint fingerprint until the labels are made")
+    parser.add_argument("--oracle-labels", action="store_true",
+                        help="analysis only: learn from the corpus generator's true frame labels of the weak and unlabelled clips "
+                        "(<subset>/meta.json), which the task withholds. Tri-training methods: in the final stage instead of F1/F2's "
+                        "pseudo-labels, the ceiling of any pseudo-labeller (like the thresholds, not part of the checkpoint fingerprint "
+                        "until the labels are made). Other methods: from the first step, as if the real clips were strongly labelled")
     parser.add_argument("--grl-schedule", choices=("ganin", "const"), default=d.grl_schedule, help="GRL factor schedule (default ganin)")
     parser.add_argument("--synthetic-holdout", type=int, default=d.synthetic_holdout,
                         help=f"last synthetic clips kept out of training as the synthetic-domain test set (default {d.synthetic_holdout})")
@@ -903,7 +958,7 @@ def run_from_args(a: argparse.Namespace) -> int:
                             tri_epochs=a.tri_epochs, grl_schedule=a.grl_schedule, synthetic_holdout=a.synthetic_holdout, median_s=a.median_s,
                             threshold=a.threshold, ckpt_minutes=a.ckpt_minutes, max_steps=a.max_steps, psds=not a.no_psds,
                             pseudo_threshold=a.pseudo_threshold, pseudo_negative=a.pseudo_negative,
-                            relabel_every=a.relabel_every)  # fmt: skip
+                            relabel_every=a.relabel_every, oracle_labels=a.oracle_labels)  # fmt: skip
         res = train(a.corpus, a.out, opts, cfg=cfg, resume=a.resume, ckpt=a.ckpt, cache=a.cache, quiet=a.quiet)
     except (CorpusError, ValueError, OSError) as e:
         print(f"error: {e}".replace("\n", " "), file=sys.stderr)

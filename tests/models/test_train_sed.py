@@ -231,6 +231,55 @@ def test_relabel_every_remakes_pseudo_labels_and_trains_the_labelers(corpus, tmp
         train(corpus, tmp_path / "x.pt", _opts(method="adv-time", epochs=1, relabel_every=1), cfg=_tiny(), quiet=True)
 
 
+def test_oracle_labels_are_the_generator_truth(corpus, tmp_path):
+    """--oracle-labels: the final stage learns from meta.json's truth (analysis ceiling); errors are clear."""
+    from streamkit.models.sed_crnn import events_to_frames
+    from streamkit.train.sed import CorpusError, SedCorpus, train
+
+    opts = dict(method="tri", epochs=2, tri_epochs=1)  # pseudo-labels at step 8
+    stop = train(corpus, tmp_path / "s" / "m.pt", _opts(**opts, max_steps=8), cfg=_tiny(), quiet=True)
+    assert not stop["finished"]
+    (tmp_path / "o").mkdir()
+    shutil.copy(tmp_path / "s" / "m.ckpt", tmp_path / "o" / "m.ckpt")  # the oracle branches from the labeler stage
+    res = train(corpus, tmp_path / "o" / "m.pt", _opts(**opts, oracle_labels=True), cfg=_tiny(), quiet=True, resume=True)
+    # every frame labelled, positives exactly the truth's frames
+    c = SedCorpus(corpus)
+    cfg = _tiny()
+    t_out = c.n_frames(cfg) // cfg.time_pool
+    for sub, key in (("weak", "w_frame_positive"), ("unlabelled", "u_frame_positive")):
+        truth = c.generator_truth(sub)
+        want = np.mean([events_to_frames(truth[f], t_out, cfg).numpy().mean() for f in c.files[sub]])
+        assert res["state"]["pseudo_stats"][key] == pytest.approx(want)
+    assert res["state"]["pseudo_stats"]["w_frame_labelled"] == 1.0 and res["state"]["pseudo_stats"]["u_clip_labelled"] == 1.0
+    weak_tags = {f: {lab for lab, _, _ in ev} for f, ev in c.generator_truth("weak").items()}
+    assert weak_tags == {f: set(t) for f, t in c.weak.items()}  # the record agrees with the published tags
+    card = json.loads((tmp_path / "o" / "m.json").read_text())
+    assert card["training"]["oracle_labels"] is True
+    # once made, the labels' source is part of the run
+    with pytest.raises(ValueError, match="learns from oracle labels, this run asks for labelers"):
+        train(corpus, tmp_path / "o" / "m.pt", _opts(**opts), cfg=_tiny(), quiet=True, resume=True)
+    # without tri-training: the true labels from the first step (a supervised ceiling), part of the run's fingerprint
+    parts: list[dict[str, float]] = []
+    sup = train(corpus, tmp_path / "b" / "m.pt", _opts(method="baseline", epochs=1, oracle_labels=True), cfg=_tiny(), quiet=True,
+                on_step=lambda s_, p: parts.append(p))  # fmt: skip
+    assert [h["step"] for h in sup["state"]["pseudo_history"]] == [0] and len(parts) == 4 and "domain" not in parts[0]
+    assert sup["state"]["pseudo_stats"] == res["state"]["pseudo_stats"] | {"seconds": sup["state"]["pseudo_stats"]["seconds"]}
+    assert json.loads((tmp_path / "b" / "m.json").read_text())["training"]["oracle_labels"] is True
+    with pytest.raises(ValueError, match="checkpoint of another run"):
+        train(corpus, tmp_path / "b" / "m.pt", _opts(method="baseline", epochs=1), cfg=_tiny(), quiet=True, resume=True)
+    with pytest.raises(ValueError, match="nothing to remake"):
+        train(corpus, tmp_path / "x.pt", _opts(**opts, oracle_labels=True, relabel_every=1), cfg=_tiny(), quiet=True)
+    # a corpus without the generator's record
+    bare = tmp_path / "bare"
+    shutil.copytree(corpus, bare, ignore=shutil.ignore_patterns("features"))
+    (bare / "unlabelled" / "meta.json").unlink()
+    with pytest.raises(CorpusError, match="no generator record"):
+        SedCorpus(bare).generator_truth("unlabelled")
+    (bare / "weak" / "meta.json").write_text("[{]")
+    with pytest.raises(CorpusError, match="unreadable generator record"):
+        SedCorpus(bare).generator_truth("weak")
+
+
 def test_cli_writes_card_without_machine_paths(corpus, tmp_path, capsys):
     from streamkit.train.sed import add_arguments, run_from_args
 
