@@ -119,19 +119,24 @@ def evaluate_model(method: str, path: Path, corpus: Any, *, median_s: float | No
     row["score_s"] = round(time.monotonic() - t0, 1)
     row["training"] = {k: tr.get(k) for k in ("epochs", "steps", "batch_per_subset", "seed", "wall_time_s", "best_epoch", "best_val_event_f1",
                                              "synthetic_holdout", "pseudo_stats", "grl_schedule", "corpus_command", "runs", "tri_epochs",
-                                             "pseudo_threshold", "pseudo_negative", "relabel_every")}  # fmt: skip
+                                             "pseudo_threshold", "pseudo_negative", "relabel_every", "oracle_labels")}  # fmt: skip
     row["validation"] = {k: card.get("metrics", {}).get("validation", {}).get(k) for k in ("event_f1", "segment_f1", "psds1")}
     return row
 
 
-def _tri_recipe(row: dict[str, Any]) -> tuple[float, float, int]:
-    """(positive, negative) pseudo-label thresholds and relabelling interval of a row's model.
+def _tri_recipe(row: dict[str, Any]) -> tuple[float, float, int, bool]:
+    """(positive, negative) pseudo-label thresholds, relabelling interval and oracle labels of a row's model.
 
-    Cards from before the options: the paper's 0.5 rule and a single labelling (0)."""
+    Cards from before the options: the paper's 0.5 rule, a single labelling (0), no oracle."""
     tr = row["training"]
     pos = 0.5 if tr.get("pseudo_threshold") is None else float(tr["pseudo_threshold"])
     neg = round(1.0 - pos if tr.get("pseudo_negative") is None else float(tr["pseudo_negative"]), 6)
-    return pos, neg, int(tr.get("relabel_every") or 0)
+    return pos, neg, int(tr.get("relabel_every") or 0), bool(tr.get("oracle_labels"))
+
+
+def _oracle(row: dict[str, Any]) -> bool:
+    """Trained with ``--oracle-labels`` (the generator's truth of the real clips: an analysis ceiling, not a method)."""
+    return bool(row["training"].get("oracle_labels"))
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -207,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
             # Algorithm 1 trains the labeler stage and then the pseudo-label stage: a tri-training row has had more steps than a
             # baseline of the same --epochs. A baseline extra row with the same number of steps is the equal-compute peer.
             steps = by["adv-time+tri"]["training"].get("steps")
-            peers = [r for r in extra if r["method"] == "baseline" and steps is not None and r["training"].get("steps") == steps]
+            peers = [r for r in extra if r["method"] == "baseline" and steps is not None and r["training"].get("steps") == steps and not _oracle(r)]
             if peers:
                 g = round(by["adv-time+tri"]["real"]["event_f1"] - peers[0]["real"]["event_f1"], 2)
                 summary["target_equal_steps"] = {"what": f"Adv.time+Tri against a baseline trained for the same {steps} steps ({peers[0]['name']})",
@@ -225,6 +230,21 @@ def main(argv: list[str] | None = None) -> int:
                         "adv_time_tri": {"seeds": [r["training"].get("seed") for r in tri], "event_f1": [r["real"]["event_f1"] for r in tri], "mean": round(mt, 2)},
                         "baseline": {"seeds": [r["training"].get("seed") for r in peers], "event_f1": [r["real"]["event_f1"] for r in peers], "mean": round(mb, 2)},
                         "gain": round(mt - mb, 2), "met": bool(mt - mb >= TARGET_GAIN)}  # fmt: skip
+    oracle = [r for r in rows + extra if _oracle(r)]
+    if oracle:
+        # the ceiling: the same recipe given the real clips' true labels, against the baselines of as many steps (seed means)
+        summary["oracle_ceiling"] = {}
+        for recipe in sorted({(r["method"], r["training"].get("steps")) for r in oracle}, key=str):
+            meth, steps = recipe
+            orc = [r for r in oracle if (r["method"], r["training"].get("steps")) == recipe]
+            base = [r for r in rows + extra if r["method"] == "baseline" and not _oracle(r) and r["training"].get("steps") == steps]
+            mo = sum(r["real"]["event_f1"] for r in orc) / len(orc)
+            ent: dict[str, Any] = {"oracle_event_f1": [r["real"]["event_f1"] for r in orc], "oracle_mean": round(mo, 2),
+                                   "oracle_segment_f1": [r["real"]["segment_f1"] for r in orc]}  # fmt: skip
+            if base:
+                mb = sum(r["real"]["event_f1"] for r in base) / len(base)
+                ent.update({"baseline_event_f1": [r["real"]["event_f1"] for r in base], "baseline_mean": round(mb, 2), "gain": round(mo - mb, 2)})
+            summary["oracle_ceiling"][f"{meth} with oracle labels, {steps} steps"] = ent
     for k, v in summary.items():
         print(f"{k}: {json.dumps(v)}")
     result = {

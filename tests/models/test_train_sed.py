@@ -347,6 +347,42 @@ def test_post_tune_benchmark(corpus, tmp_path, capsys):
         bench.main(["--corpus", str(corpus), "--model", f"nomethod={m}"])
 
 
+def test_benchmarks_keep_oracle_rows_apart(corpus, tmp_path, capsys):
+    """A model trained with --oracle-labels is reported as a ceiling, never averaged into its method's seeds."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from streamkit.train.sed import train
+
+    bench_dir = Path(__file__).resolve().parents[2] / "benchmarks"
+    sys.path.insert(0, str(bench_dir))
+    mods = {}
+    for name in ("sed_table1", "sed_post_tune"):
+        spec = importlib.util.spec_from_file_location(f"{name}_oracle_bench", bench_dir / f"{name}.py")
+        mods[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mods[name])
+    m, o = tmp_path / "m" / "m.pt", tmp_path / "o" / "m.pt"
+    train(corpus, m, _opts(method="baseline", epochs=1), cfg=_tiny(), quiet=True)
+    train(corpus, o, _opts(method="baseline", epochs=1, oracle_labels=True), cfg=_tiny(), quiet=True)
+    out = tmp_path / "t.json"
+    assert mods["sed_table1"].main(["--corpus", str(corpus), "--model", f"baseline={m}", "--model", f"baseline@oracle={o}", "--no-psds", "--out", str(out)]) == 0
+    res = json.loads(out.read_text())
+    (row,), (orc,) = res["rows"], res["extra_rows"]
+    assert orc["training"]["oracle_labels"] is True and not row["training"]["oracle_labels"]
+    ceil = res["summary"]["oracle_ceiling"]["baseline with oracle labels, 4 steps"]
+    assert ceil["oracle_mean"] == orc["real"]["event_f1"] and ceil["baseline_mean"] == row["real"]["event_f1"]
+    assert ceil["gain"] == round(orc["real"]["event_f1"] - row["real"]["event_f1"], 2)
+    out = tmp_path / "p.json"
+    assert mods["sed_post_tune"].main(["--corpus", str(corpus), "--model", f"baseline={m}", "--model", f"baseline@oracle={o}", "--out", str(out)]) == 0
+    res = json.loads(out.read_text())
+    means = res["summary"]["means"]
+    assert means["baseline"]["models"] == ["baseline"] and means["baseline [oracle labels]"]["models"] == ["baseline (oracle)"]
+    g = res["summary"]["oracle_ceiling_gain_over_baseline"]["baseline [oracle labels]"]
+    assert g["per-class"] == round(means["baseline [oracle labels]"]["per-class"] - means["baseline"]["per-class"], 2)
+    capsys.readouterr()
+
+
 def test_train_sed_post_writes_the_tuned_setting(corpus, tmp_path, capsys):
     """`streamkit train sed-post`: the same weights, meta['post_tuned'] per class, usable by sed_file(post='tuned'); errors exit 2."""
     from streamkit.cli import main
