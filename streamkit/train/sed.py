@@ -53,6 +53,12 @@ pseudo-label stage adds; compare it with a baseline given the same total steps
   epochs, so they follow the changing F instead of staying those of the switch. Like the
   thresholds it enters the checkpoint when the labels are first made.
 * ``adv-*+tri``: tri-training with D trained in both stages.
+* ``--oracle-labels`` (analysis, not a method): the generator's true frame labels of W and U
+  (``<subset>/meta.json``, which the task withholds) replace the pseudo-labels of a tri-training
+  final stage (the ceiling of any pseudo-labeller; branches from a labeler-stage checkpoint like the
+  thresholds), or, for the other methods, are used from the first step (as if the real clips were
+  strongly labelled: the ceiling of anything learnt from the real clips). The card says so, and the
+  benchmarks report such models apart from their method's seeds.
 
 Adam, lr 1e-3, betas (0.9, 0.999) (paper §4.2).
 
