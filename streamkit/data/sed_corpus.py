@@ -29,6 +29,16 @@ f^-0..f^-2) with slow level modulation (0.05-0.5 Hz), speech-shaped babble (p 0.
 three random peaking EQs of ±8 dB, low-pass 4.5-7.8 kHz), level variation (clip RMS -42..-14
 dBFS) and mild clipping (p 0.3: soft clip at 30-80 % of the peak; always hard clip at full scale).
 
+*Wide domain gap* (``--domain-gap wide``; the default ``standard`` is the corpus above, unchanged
+clip for clip): the real domain also differs in *what* sounds, as DESED's recorded clips differ from
+its isolated Freesound events. Every real event's source is shifted (resampled so that its
+frequencies and tempo scale by r, log-uniform in 0.7-1.4: another dog, another motor; see
+:func:`streamkit.data.sed_sources.shift_source`), and each real clip holds 0-3 non-target sounds
+(P = 0.2 / 0.4 / 0.3 / 0.1; knock, typing, footsteps, music, door, traffic; 0.5-5 s, SNR as the
+events, in the same room) that carry no label. Synthetic clips are the same in both modes. These
+draws use their own random stream, so everything else (classes, backgrounds, rooms, microphones,
+levels) is drawn as in the standard corpus.
+
 Labels are the dry event's extent (from its first to its last audible 10 ms frame, see
 :func:`streamkit.data.sed_sources.trim_event`), in seconds with millisecond resolution (onsets are
 drawn on a 1 ms grid; reverberant tails in the real domain run past the offset, as annotators of
@@ -69,11 +79,12 @@ import numpy as np
 import soundfile as sf
 from scipy import signal
 
-from streamkit.data.sed_sources import CLASSES, draw_duration, render_event
+from streamkit.data.sed_sources import CLASSES, DISTRACTORS, draw_duration, render_distractor, render_event, shift_source
 
 __all__ = [
     "CLIP_S",
     "DEFAULT_COUNTS",
+    "DOMAIN_GAPS",
     "FORMAT",
     "SUBSETS",
     "add_sed_arguments",
@@ -96,6 +107,11 @@ SUBSETS: dict[str, tuple[str, str]] = {
 #: default sizes: the task's synthetic/weak sizes, unlabelled scaled down from 14412 for CPU training
 DEFAULT_COUNTS: dict[str, int] = {"synthetic": 2000, "weak": 1500, "unlabelled": 4000, "validation": 500, "eval": 500}
 N_EVENTS_P = (0.40, 0.35, 0.25)
+#: ``--domain-gap`` choices (see the module docstring)
+DOMAIN_GAPS = ("standard", "wide")
+SHIFT_RANGE = (0.7, 1.4)  # wide: real-domain source shift r, log-uniform
+N_DISTRACTORS_P = (0.2, 0.4, 0.3, 0.1)  # wide: 0-3 non-target sounds per real clip
+DISTRACTOR_S = (0.5, 5.0)
 SNR_DB = {"synthetic": (6.0, 30.0), "real": (0.0, 25.0)}
 SHORT = {
     "Alarm_bell_ringing": "Alarm",
@@ -235,14 +251,20 @@ def _to_i16(x: np.ndarray) -> np.ndarray:
     return np.clip(np.round(np.asarray(x, np.float64) * 32767), -32768, 32767).astype(np.int16)
 
 
-def make_clip(seed: int, subset: str, index: int, rate: int = 16000) -> dict[str, Any]:
+def make_clip(seed: int, subset: str, index: int, rate: int = 16000, gap: str = "standard") -> dict[str, Any]:
     """Everything about one clip: ``audio`` (int16, what the WAV holds), ``events`` (class, onset,
     offset, seeds and levels), ``background``/``room``/``mic``/``level`` parameters, and the
     components before the final gain: ``dry`` (one full-length array per event, the event as
-    placed, before any room) and ``bg`` (the background). Depends only on the arguments."""
+    placed, before any room) and ``bg`` (the background). With ``gap="wide"`` a real clip also has
+    ``distractors`` (non-target sounds: kind, seed, onset, offset, SNR) and ``distractor_dry``, and
+    its events a ``shift`` ratio. Depends only on the arguments."""
+    if gap not in DOMAIN_GAPS:
+        raise ValueError(f"domain gap must be one of {', '.join(DOMAIN_GAPS)}, got {gap!r}")
     domain = SUBSETS[subset][0]
     si = list(SUBSETS).index(subset)
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), si, int(index)]))
+    wide = gap == "wide" and domain == "real"
+    xr = np.random.default_rng(np.random.SeedSequence([int(seed), si, int(index), 1])) if wide else None
     n = int(round(CLIP_S * rate))
     k = int(rng.choice(len(N_EVENTS_P), p=N_EVENTS_P)) + 1
     classes = [CLASSES[i] for i in rng.choice(len(CLASSES), size=k, replace=False)]
@@ -254,6 +276,10 @@ def make_clip(seed: int, subset: str, index: int, rate: int = 16000) -> dict[str
         dur = round(draw_duration(rng, cls), 3)
         snr = round(float(rng.uniform(*SNR_DB[domain])), 2)  # recorded as used: events regenerate exactly
         y, info = render_event(cls, ev_seed, dur, rate)
+        shift = None
+        if xr is not None:
+            shift = round(math.exp(xr.uniform(math.log(SHIFT_RANGE[0]), math.log(SHIFT_RANGE[1]))), 4)
+            y = shift_source(y, shift, rate)
         y = y[: n - int(ms)]  # leave room for a 1 ms grid onset
         if y.size == 0:
             continue
@@ -271,8 +297,37 @@ def make_clip(seed: int, subset: str, index: int, rate: int = 16000) -> dict[str
                 "duration_s": dur,
                 "snr_db": snr,
                 "params": info,
+                **({} if shift is None else {"shift": shift}),
             }
         )
+    distractors: list[dict[str, Any]] = []
+    distractor_dry: list[np.ndarray] = []
+    if xr is not None:
+        for _ in range(int(xr.choice(len(N_DISTRACTORS_P), p=N_DISTRACTORS_P))):
+            kind = DISTRACTORS[int(xr.integers(len(DISTRACTORS)))]
+            d_seed = int(xr.integers(2**31))
+            dur = round(float(xr.uniform(*DISTRACTOR_S)), 3)
+            snr = round(float(xr.uniform(*SNR_DB[domain])), 2)
+            y, info = render_distractor(kind, d_seed, dur, rate)
+            y = y[: n - int(ms)]
+            if y.size == 0:
+                continue
+            onset_ms = int(xr.integers(0, int((n - y.size) / ms) + 1))
+            at = int(round(onset_ms * ms))
+            full = np.zeros(n)
+            full[at : at + y.size] = y.astype(np.float64) * 10 ** (snr / 20)
+            distractor_dry.append(full)
+            distractors.append(
+                {
+                    "kind": kind,
+                    "onset": round(onset_ms / 1000, 3),
+                    "offset": round((at + y.size) / rate, 3),
+                    "seed": d_seed,
+                    "duration_s": dur,
+                    "snr_db": snr,
+                    "params": info,
+                }
+            )
     bg, bg_info = _background(rng, n, rate, domain)
     rec: dict[str, Any] = {"domain": domain, "background": bg_info, "room": None, "mic": None}
     if domain == "synthetic":
@@ -293,6 +348,9 @@ def make_clip(seed: int, subset: str, index: int, rate: int = 16000) -> dict[str
             drrs.append(round(drr, 2))
             h = _rir(rng, rate, rt60, drr)
             wet += signal.fftconvolve(d, h)[:n]
+        for d in distractor_dry:  # the same room, their own draws (xr): the standard clip stays as it was
+            assert xr is not None
+            wet += signal.fftconvolve(d, _rir(xr, rate, rt60, float(xr.uniform(-4, 10))))[:n]
         rec["room"] = {"rt60_s": round(rt60, 3), "drr_db": drrs}
         mic = _mic(rng, rate)
         rec["mic"] = mic
@@ -306,13 +364,16 @@ def make_clip(seed: int, subset: str, index: int, rate: int = 16000) -> dict[str
             out = c * np.tanh(out / c)
         rec["level"] = {"rms_dbfs": round(rms_dbfs, 2), "soft_clip": clip_at, "hard_clipped": int(np.sum(np.abs(out) > 1.0))}
         out = np.clip(out, -1.0, 1.0)
+    if wide:
+        rec["distractors"], rec["distractor_dry"] = distractors, distractor_dry
     return {"audio": _to_i16(out), "events": events, "dry": dry, "bg": bg, **rec}
 
 
 def _make_clip(task: dict[str, Any]) -> dict[str, Any]:
-    c = make_clip(task["seed"], task["subset"], task["index"], task["rate"])
+    c = make_clip(task["seed"], task["subset"], task["index"], task["rate"], task["gap"])
     sf.write(Path(task["out"]) / task["subset"] / "audio" / f"{task['id']}.wav", c["audio"], task["rate"], subtype="PCM_16")
-    return {"id": task["id"], **{k: c[k] for k in ("events", "domain", "background", "room", "mic", "level")}}
+    keys = ("events", "domain", "background", "room", "mic", "level") + (("distractors",) if "distractors" in c else ())
+    return {"id": task["id"], **{k: c[k] for k in keys}}
 
 
 # --------------------------------------------------------------------------------------------
@@ -342,6 +403,7 @@ def generate(
     rate: int = 16000,
     jobs: int = 1,
     progress: Any = None,
+    gap: str = "standard",
 ) -> dict[str, Any]:
     """Write the corpus under ``out_dir``; returns (and writes) the manifest.
 
@@ -349,7 +411,8 @@ def generate(
     ``progress(done, total, wall_seconds)`` is called after every clip.
 
     Raises:
-        ValueError: a negative count, an unknown subset, no clips at all, or a rate below 8 kHz.
+        ValueError: a negative count, an unknown subset, no clips at all, a rate below 8 kHz, or an
+            unknown domain gap.
         EspeakMissingError: espeak-ng is not installed (``apt-get install espeak-ng``).
     """
     from streamkit.data.tts import espeak_version, require_espeak
@@ -364,6 +427,8 @@ def generate(
             raise ValueError(f"--clips-{k} must be >= 0, got {v}")
     if sum(cnt.values()) == 0:
         raise ValueError("no clips requested (all counts are 0)")
+    if gap not in DOMAIN_GAPS:
+        raise ValueError(f"--domain-gap must be one of {', '.join(DOMAIN_GAPS)}, got {gap!r}")
     if int(rate) != rate or rate < 8000 or rate % 100:
         raise ValueError(f"rate must be an integer multiple of 100 Hz, >= 8000, got {rate}")
     require_espeak()
@@ -376,7 +441,7 @@ def generate(
             continue
         (out / sub / "audio").mkdir(parents=True, exist_ok=True)
         for i in range(n):
-            tasks.append({"seed": int(seed), "subset": sub, "index": i, "id": f"{sub}_{i:05d}", "rate": int(rate), "out": str(out)})
+            tasks.append({"seed": int(seed), "subset": sub, "index": i, "id": f"{sub}_{i:05d}", "rate": int(rate), "out": str(out), "gap": gap})
     t0 = time.perf_counter()
     results: list[dict[str, Any]] = []
     if jobs > 1:
@@ -409,10 +474,11 @@ def generate(
     argv = " ".join(f"--clips-{k} {v}" for k, v in cnt.items())
     manifest = {
         "format": FORMAT,
-        "command": f"streamkit corpus sed --out {out} {argv} --seed {seed} --rate {rate}",
+        "command": f"streamkit corpus sed --out {out} {argv} --seed {seed} --rate {rate}" + ("" if gap == "standard" else f" --domain-gap {gap}"),
         "seed": int(seed),
         "rate": int(rate),
         "clip_s": CLIP_S,
+        "domain_gap": gap,
         "classes": list(CLASSES),
         "counts": cnt,
         "espeak_ng": espeak_version(),
@@ -458,6 +524,13 @@ def add_sed_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0); the corpus depends only on it and --rate")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1; the output does not depend on it)")
     parser.add_argument("--rate", type=int, default=16000, help="sample rate in Hz (default 16000, as the DCASE 2020+ front ends)")
+    parser.add_argument(
+        "--domain-gap",
+        choices=DOMAIN_GAPS,
+        default="standard",
+        help="standard (default): real = synthetic sources through rooms, backgrounds and microphones; "
+        "wide: also shifted sources and unlabelled non-target sounds in the real clips",
+    )
     return parser
 
 
@@ -475,7 +548,7 @@ def run_from_args(ns: argparse.Namespace) -> int:
         return 2
     counts = {sub: getattr(ns, f"clips_{sub}") for sub in SUBSETS}
     try:
-        man = generate(ns.out, counts, ns.seed, rate=ns.rate, jobs=ns.jobs, progress=progress)
+        man = generate(ns.out, counts, ns.seed, rate=ns.rate, jobs=ns.jobs, progress=progress, gap=ns.domain_gap)
     except (ValueError, EspeakMissingError, OSError) as e:
         print(f"error: {e}".replace("\n", " "), file=sys.stderr)
         return 2

@@ -31,6 +31,21 @@ sounds, learnable but not a single template):
 * ``Electric_shaver_toothbrush``: buzz: pulse train (90-300 Hz) rich in harmonics through a
   band-pass (1-5 kHz), amplitude modulated at 0.5-3 Hz by skin/tooth contact, plus rattle noise.
 
+Non-target sounds (:func:`render_distractor`, the ``wide`` domain gap of the corpus: real recordings
+hold sounds outside the ten classes, which the synthetic mixes never show):
+
+* ``knock``: 2-6 low thumps (damped 80-250 Hz modes plus a noise click), 0.1-0.3 s apart.
+* ``typing``: keyboard clicks: 6-14 per second, band-passed noise bursts of 5-15 ms at 1.5-6 kHz.
+* ``footsteps``: heel-toe pairs of low-passed noise thumps at 1.4-2.4 steps per second.
+* ``music``: a melody of plucked notes (2-6 harmonics with an exponential decay) on a random major
+  or minor scale at 80-160 beats per minute, with a bass note every bar.
+* ``door``: a creak (a 20-60 Hz pulse train through a 600-2500 Hz resonance, sweeping) and a slam.
+* ``traffic``: a passing vehicle: low-passed noise with engine harmonics (25-60 Hz) and a Doppler
+  glide, the level rising and falling over the event.
+
+Real-domain source shift (:func:`shift_source`, also ``wide``): a real event is resampled so that
+its frequencies scale by r and its tempo by r (another dog, another blender motor, another voice).
+
 Determinism: :func:`render_event` depends only on (class, seed, target duration, rate) and the
 espeak-ng version (speech), so an event can be regenerated from its recorded parameters.
 """
@@ -44,7 +59,7 @@ from typing import Any
 import numpy as np
 from scipy import signal
 
-__all__ = ["CLASSES", "DURATION_S", "draw_duration", "render_event", "trim_event"]
+__all__ = ["CLASSES", "DISTRACTORS", "DURATION_S", "draw_duration", "render_distractor", "render_event", "shift_source", "trim_event"]
 
 #: the DCASE 2019 task 4 classes (label strings as in DESED)
 CLASSES: tuple[str, ...] = (
@@ -400,3 +415,147 @@ def render_event(cls: str, seed: int, duration_s: float, rate: int) -> tuple[np.
     if rms > 0:
         y = y / rms
     return y.astype(np.float32), info
+
+
+# --------------------------------------------------------------------------------------------
+# non-target sounds and the source shift (the corpus's ``wide`` domain gap)
+# --------------------------------------------------------------------------------------------
+
+
+def _thump(rng: np.random.Generator, rate: int, f: float, decay_s: float) -> np.ndarray:
+    m = int(max(0.05, 5 * decay_s) * rate)
+    t = np.arange(m) / rate
+    body = np.sin(2 * np.pi * f * t * (1 - 0.2 * t / t[-1])) * np.exp(-t / decay_s)
+    click = _bp(rng.standard_normal(m), 500, 4000, rate) * np.exp(-t / 0.004) * rng.uniform(0.2, 0.8)
+    return body + click
+
+
+def _knock(rng: np.random.Generator, rate: int, n: int) -> tuple[np.ndarray, dict[str, Any]]:
+    out = np.zeros(n)
+    f = rng.uniform(80, 250)
+    pos, k = 0, int(rng.integers(2, 7))
+    for _ in range(k):
+        _place(out, _thump(rng, rate, f * rng.uniform(0.95, 1.05), rng.uniform(0.01, 0.04)) * rng.uniform(0.6, 1.0), pos)
+        pos += int(rng.uniform(0.1, 0.3) * rate)
+    return out, {"knocks": k, "f_hz": round(f, 1)}
+
+
+def _typing(rng: np.random.Generator, rate: int, n: int) -> tuple[np.ndarray, dict[str, Any]]:
+    out = np.zeros(n)
+    cps = rng.uniform(6, 14)
+    lo = rng.uniform(1500, 3000)
+    at = 0.0
+    while at < n / rate:
+        m = int(rng.uniform(0.005, 0.015) * rate)
+        tt = np.arange(m) / rate
+        _place(out, _bp(rng.standard_normal(m), lo, lo * rng.uniform(1.5, 2.0), rate) * np.exp(-tt / 0.003) * rng.uniform(0.3, 1.0), int(at * rate))
+        at += rng.exponential(1 / cps) + 0.03
+    return out, {"clicks_per_s": round(cps, 2)}
+
+
+def _footsteps(rng: np.random.Generator, rate: int, n: int) -> tuple[np.ndarray, dict[str, Any]]:
+    out = np.zeros(n)
+    sps = rng.uniform(1.4, 2.4)
+    fc = rng.uniform(300, 1200)
+    at = 0.0
+    while at < n / rate:
+        for part, gain in ((0, 1.0), (rng.uniform(0.04, 0.09), rng.uniform(0.3, 0.7))):
+            m = int(0.08 * rate)
+            tt = np.arange(m) / rate
+            _place(out, _lp(rng.standard_normal(m), fc, rate) * np.exp(-tt / 0.015) * gain, int((at + part) * rate))
+        at += (1 / sps) * rng.uniform(0.9, 1.1)
+    return out, {"steps_per_s": round(sps, 2), "lowpass_hz": round(fc, 1)}
+
+
+def _music(rng: np.random.Generator, rate: int, n: int) -> tuple[np.ndarray, dict[str, Any]]:
+    out = np.zeros(n)
+    steps = (0, 2, 4, 5, 7, 9, 11) if rng.random() < 0.5 else (0, 2, 3, 5, 7, 8, 10)
+    root = rng.uniform(180, 400)
+    bpm = rng.uniform(80, 160)
+    beat = 60 / bpm
+    n_harm = int(rng.integers(2, 7))
+    decay = rng.uniform(0.15, 0.6)
+
+    def note(f: float, dur: float) -> np.ndarray:
+        m = int(dur * rate)
+        tt = np.arange(m) / rate
+        y = sum((0.6**k) * np.sin(2 * np.pi * f * (k + 1) * tt) for k in range(n_harm) if f * (k + 1) < 0.45 * rate)
+        return np.asarray(y) * np.exp(-tt / decay) * _ramp(m, int(0.003 * rate), int(0.01 * rate))
+
+    at, i = 0.0, 0
+    while at < n / rate:
+        deg = int(rng.integers(0, 14))
+        f = root * 2 ** ((steps[deg % 7] + 12 * (deg // 7)) / 12)
+        d = beat * float(rng.choice([0.5, 1.0, 1.0, 2.0]))
+        _place(out, note(f, d), int(at * rate))
+        if i % 4 == 0:
+            _place(out, 0.7 * note(root / 2, 4 * beat), int(at * rate))
+        at += d
+        i += 1
+    return out, {"root_hz": round(root, 1), "bpm": round(bpm, 1)}
+
+
+def _door(rng: np.random.Generator, rate: int, n: int) -> tuple[np.ndarray, dict[str, Any]]:
+    out = np.zeros(n)
+    m = int(min(n, rate * rng.uniform(0.3, 1.2)))
+    pr = np.cumsum(rng.uniform(20, 60) * (1 + 0.5 * _smooth_noise(rng, m, rate, 4))) / rate
+    pulses = np.diff(np.floor(pr), prepend=0.0)
+    fc = rng.uniform(600, 2500)
+    creak = _bp(pulses, fc * 0.8, fc * 1.25, rate, 2) * _ramp(m, m // 4, m // 4)
+    out[:m] += creak / (np.std(creak) + 1e-12) * 0.5
+    slam = _thump(rng, rate, rng.uniform(60, 150), rng.uniform(0.03, 0.08))
+    _place(out, slam / (np.max(np.abs(slam)) + 1e-12) * 3, m)
+    return out, {"creak_hz": round(fc, 1)}
+
+
+def _traffic(rng: np.random.Generator, rate: int, n: int) -> tuple[np.ndarray, dict[str, Any]]:
+    t = np.arange(n) / rate
+    f0 = rng.uniform(25, 60)
+    glide = 1 + 0.06 * np.tanh((t - t[-1] / 2) * -3)
+    engine = _harmonics(np.full(n, f0) * glide, rate, 8, -4, rng)
+    rumble = _lp(rng.standard_normal(n), rng.uniform(400, 1500), rate, 2)
+    y = engine / (np.std(engine) + 1e-12) * rng.uniform(0.3, 1.0) + rumble / (np.std(rumble) + 1e-12)
+    env = np.exp(-(((t - t[-1] / 2) / (t[-1] / 4 + 1e-3)) ** 2))
+    return y * env, {"engine_hz": round(f0, 1)}
+
+
+_DISTRACT: dict[str, Callable[[np.random.Generator, int, int], tuple[np.ndarray, dict[str, Any]]]] = {
+    "knock": _knock,
+    "typing": _typing,
+    "footsteps": _footsteps,
+    "music": _music,
+    "door": _door,
+    "traffic": _traffic,
+}
+#: non-target sound kinds of the ``wide`` real domain
+DISTRACTORS: tuple[str, ...] = tuple(_DISTRACT)
+
+
+def render_distractor(kind: str, seed: int, duration_s: float, rate: int) -> tuple[np.ndarray, dict[str, Any]]:
+    """One non-target sound as :func:`render_event` renders a class (trimmed, RMS 1)."""
+    if kind not in _DISTRACT:
+        raise ValueError(f"unknown non-target sound {kind!r}; one of {', '.join(DISTRACTORS)}")
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 100 + DISTRACTORS.index(kind)]))
+    n = max(int(duration_s * rate), int(0.05 * rate))
+    y, info = _DISTRACT[kind](rng, rate, n)
+    y = trim_event(np.asarray(y, np.float64)[:n], rate)
+    rms = float(np.sqrt(np.mean(y * y))) if y.size else 0.0
+    if rms > 0:
+        y = y / rms
+    return y.astype(np.float32), info
+
+
+def shift_source(y: np.ndarray, ratio: float, rate: int) -> np.ndarray:
+    """Resample a dry event so that every frequency is multiplied by ``ratio`` (0.5-2) and its
+    length divided by it, then trim it and set its RMS to 1 again (a different instance of the
+    source: a bigger dog, a faster motor). ``ratio`` 1 returns the input."""
+    if not 0.5 <= ratio <= 2.0:
+        raise ValueError(f"source shift ratio must lie in [0.5, 2], got {ratio}")
+    if ratio == 1.0 or y.size == 0:
+        return y
+    from fractions import Fraction
+
+    fr = Fraction(1 / ratio).limit_denominator(64)
+    z = trim_event(signal.resample_poly(np.asarray(y, np.float64), fr.numerator, fr.denominator), rate)
+    rms = float(np.sqrt(np.mean(z * z))) if z.size else 0.0
+    return (z / rms if rms > 0 else z).astype(np.float32)

@@ -176,3 +176,78 @@ def test_streamkit_cli_wires_corpus_sed(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["corpus", "sed", "--out", str(tmp_path / "z"), "--clips-eval", "-2"]) == 2
     err = capsys.readouterr().err
     assert err == "error: --clips-eval must be >= 0, got -2\n"
+
+
+def test_wide_gap_shifts_real_sources_and_adds_unlabelled_sounds() -> None:
+    from streamkit.data.sed_sources import DISTRACTORS, render_distractor, shift_source
+
+    s_std, s_wide = sc.make_clip(3, "synthetic", 1, RATE), sc.make_clip(3, "synthetic", 1, RATE, gap="wide")
+    assert np.array_equal(s_std["audio"], s_wide["audio"]) and "distractors" not in s_wide  # synthetic clips do not change
+    n_distractors = 0
+    for i in range(4):
+        std, wide = sc.make_clip(3, "eval", i, RATE), sc.make_clip(3, "eval", i, RATE, gap="wide")
+        # everything but the sources is drawn as in the standard corpus
+        assert np.array_equal(std["bg"], wide["bg"]) and std["mic"] == wide["mic"] and std["room"]["rt60_s"] == wide["room"]["rt60_s"]
+        assert [e["event_label"] for e in std["events"]] == [e["event_label"] for e in wide["events"]]
+        assert "shift" not in std["events"][0] and "distractors" not in std
+        for e, d in zip(wide["events"], wide["dry"]):
+            assert sc.SHIFT_RANGE[0] <= e["shift"] <= sc.SHIFT_RANGE[1]
+            y, _ = render_event(e["event_label"], e["seed"], e["duration_s"], RATE)
+            z = shift_source(y, e["shift"], RATE)
+            a, b = round(e["onset"] * RATE), round(e["offset"] * RATE)
+            np.testing.assert_allclose(d[a:b], z[: b - a] * 10 ** (e["snr_db"] / 20), rtol=1e-5, atol=1e-4)
+        assert len(wide["distractors"]) == len(wide["distractor_dry"]) <= 3
+        for x, d in zip(wide["distractors"], wide["distractor_dry"]):
+            assert x["kind"] in DISTRACTORS and x["kind"] not in CLASSES
+            y, _ = render_distractor(x["kind"], x["seed"], x["duration_s"], RATE)
+            a = round(x["onset"] * RATE)
+            np.testing.assert_allclose(d[a : a + 100], y[:100] * 10 ** (x["snr_db"] / 20), rtol=1e-5, atol=1e-4)
+        n_distractors += len(wide["distractors"])
+        assert not np.array_equal(std["audio"], wide["audio"])
+    assert n_distractors > 0
+
+
+def test_shift_source_scales_frequency_and_length() -> None:
+    from streamkit.data.sed_sources import shift_source
+
+    t = np.arange(RATE) / RATE
+    y = np.sin(2 * np.pi * 1000 * t).astype(np.float32)
+    z = shift_source(y, 1.25, RATE)
+    assert abs(len(z) - RATE / 1.25) <= RATE // 100 + 2
+    spec = np.abs(np.fft.rfft(z * np.hanning(len(z))))
+    assert abs(np.argmax(spec) * RATE / len(z) - 1250) < 5
+    assert np.sqrt(np.mean(z.astype(np.float64) ** 2)) == pytest.approx(1.0, rel=1e-3)
+    assert shift_source(y, 1.0, RATE) is y
+    with pytest.raises(ValueError, match="ratio"):
+        shift_source(y, 3.0, RATE)
+
+
+def test_distractors_render_deterministically_and_reject_unknown_kinds() -> None:
+    from streamkit.data.sed_sources import DISTRACTORS, render_distractor
+
+    for kind in DISTRACTORS:
+        a, _ = render_distractor(kind, 1, 2.0, RATE)
+        b, _ = render_distractor(kind, 1, 2.0, RATE)
+        c, _ = render_distractor(kind, 2, 2.0, RATE)
+        assert np.array_equal(a, b) and a.size > 0.05 * RATE and np.all(np.isfinite(a))
+        assert len(a) != len(c) or not np.allclose(a, c)
+    with pytest.raises(ValueError, match="non-target"):
+        render_distractor("Dog", 1, 1.0, RATE)
+
+
+def test_wide_gap_corpus_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    counts = {"synthetic": 0, "weak": 1, "unlabelled": 0, "validation": 1, "eval": 0}
+    man = sc.generate(tmp_path / "w", counts, seed=3, gap="wide")
+    assert man["domain_gap"] == "wide" and man["command"].endswith("--domain-gap wide")
+    meta = json.loads((tmp_path / "w" / "validation" / "meta.json").read_text())
+    assert "distractors" in meta[0] and all("shift" in e for e in meta[0]["events"])
+    labels = (tmp_path / "w" / "validation" / "labels.tsv").read_text()
+    for x in meta[0]["distractors"]:
+        assert x["kind"] not in labels  # non-target sounds carry no label
+    with pytest.raises(ValueError, match="domain-gap"):
+        sc.generate(tmp_path / "x", counts, seed=3, gap="huge")
+    with pytest.raises(ValueError, match="domain gap"):
+        sc.make_clip(3, "eval", 0, RATE, gap="huge")
+    with pytest.raises(SystemExit):
+        _run(["--out", str(tmp_path / "y"), "--domain-gap", "huge"])
+    assert "--domain-gap" in capsys.readouterr().err
