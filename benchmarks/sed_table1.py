@@ -212,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
             # Algorithm 1 trains the labeler stage and then the pseudo-label stage: a tri-training row has had more steps than a
             # baseline of the same --epochs. A baseline extra row with the same number of steps is the equal-compute peer.
             steps = by["adv-time+tri"]["training"].get("steps")
-            peers = [r for r in extra if r["method"] == "baseline" and steps is not None and r["training"].get("steps") == steps and not _oracle(r)]
+            # (the main baseline row is its own peer when it ran as many steps, e.g. a 15-epoch baseline beside 10 + 5 epochs)
+            peers = [r for r in [b, *extra] if r["method"] == "baseline" and steps is not None and r["training"].get("steps") == steps and not _oracle(r)]
             if peers:
                 g = round(by["adv-time+tri"]["real"]["event_f1"] - peers[0]["real"]["event_f1"], 2)
                 summary["target_equal_steps"] = {"what": f"Adv.time+Tri against a baseline trained for the same {steps} steps ({peers[0]['name']})",

@@ -383,6 +383,45 @@ def test_benchmarks_keep_oracle_rows_apart(corpus, tmp_path, capsys):
     capsys.readouterr()
 
 
+def test_table1_main_baseline_is_its_own_equal_steps_peer(corpus, tmp_path, capsys):
+    """A main baseline row trained as many steps as adv-time+tri (15 vs 10 + 5 epochs) is the equal-steps peer,
+    and with a second seed of each the seed means count it."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from streamkit.train.sed import train
+
+    bench_dir = Path(__file__).resolve().parents[2] / "benchmarks"
+    sys.path.insert(0, str(bench_dir))
+    spec = importlib.util.spec_from_file_location("sed_table1_peer_bench", bench_dir / "sed_table1.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    paths = {}
+    for name, kw in {
+        "b0": dict(method="baseline", epochs=2),
+        "b1": dict(method="baseline", epochs=2, seed=1),
+        "t0": dict(method="adv-time+tri", epochs=1, tri_epochs=1),
+        "t1": dict(method="adv-time+tri", epochs=1, tri_epochs=1, seed=1),
+    }.items():
+        paths[name] = tmp_path / name / "m.pt"
+        train(corpus, paths[name], _opts(**kw), cfg=_tiny(), quiet=True)
+    out = tmp_path / "t.json"
+    argv = ["--corpus", str(corpus), "--model", f"baseline={paths['b0']}", "--model", f"adv-time+tri={paths['t0']}", "--no-psds", "--out", str(out)]
+    assert mod.main(argv) == 0
+    res = json.loads(out.read_text())
+    ev = {r["method"]: r["real"]["event_f1"] for r in res["rows"]}
+    assert res["summary"]["target_equal_steps"]["gain"] == round(ev["adv-time+tri"] - ev["baseline"], 2)
+    assert "target_equal_steps_seed_mean" not in res["summary"]  # one seed each
+    argv[-3:-3] = ["--model", f"baseline@seed 1={paths['b1']}", "--model", f"adv-time+tri@seed 1={paths['t1']}"]
+    assert mod.main(argv) == 0
+    res = json.loads(out.read_text())
+    sm = res["summary"]["target_equal_steps_seed_mean"]
+    assert sm["baseline"]["seeds"] == [0, 1] and sm["adv_time_tri"]["seeds"] == [0, 1]
+    assert sm["gain"] == round(sm["adv_time_tri"]["mean"] - sm["baseline"]["mean"], 2)
+    capsys.readouterr()
+
+
 def test_train_sed_post_writes_the_tuned_setting(corpus, tmp_path, capsys):
     """`streamkit train sed-post`: the same weights, meta['post_tuned'] per class, usable by sed_file(post='tuned'); errors exit 2."""
     from streamkit.cli import main
