@@ -251,6 +251,20 @@ def _to_i16(x: np.ndarray) -> np.ndarray:
     return np.clip(np.round(np.asarray(x, np.float64) * 32767), -32768, 32767).astype(np.int16)
 
 
+def _place_at_random(rng: np.random.Generator, y: np.ndarray, snr_db: float, n: int, rate: int) -> tuple[np.ndarray, dict[str, float]] | None:
+    """Place a dry sound (RMS 1) at a random onset on a 1 ms grid, at ``snr_db``: the full-length
+    array and its ``onset``/``offset`` in seconds; None when nothing of it is left."""
+    ms = rate / 1000
+    y = y[: n - int(ms)]  # leave room for a 1 ms grid onset
+    if y.size == 0:
+        return None
+    onset_ms = int(rng.integers(0, int((n - y.size) / ms) + 1))
+    at = int(round(onset_ms * ms))
+    full = np.zeros(n)
+    full[at : at + y.size] = y.astype(np.float64) * 10 ** (snr_db / 20)
+    return full, {"onset": round(onset_ms / 1000, 3), "offset": round((at + y.size) / rate, 3)}
+
+
 def make_clip(seed: int, subset: str, index: int, rate: int = 16000, gap: str = "standard") -> dict[str, Any]:
     """Everything about one clip: ``audio`` (int16, what the WAV holds), ``events`` (class, onset,
     offset, seeds and levels), ``background``/``room``/``mic``/``level`` parameters, and the
@@ -268,7 +282,6 @@ def make_clip(seed: int, subset: str, index: int, rate: int = 16000, gap: str = 
     n = int(round(CLIP_S * rate))
     k = int(rng.choice(len(N_EVENTS_P), p=N_EVENTS_P)) + 1
     classes = [CLASSES[i] for i in rng.choice(len(CLASSES), size=k, replace=False)]
-    ms = rate / 1000
     events: list[dict[str, Any]] = []
     dry: list[np.ndarray] = []
     for cls in classes:
@@ -280,19 +293,15 @@ def make_clip(seed: int, subset: str, index: int, rate: int = 16000, gap: str = 
         if xr is not None:
             shift = round(math.exp(xr.uniform(math.log(SHIFT_RANGE[0]), math.log(SHIFT_RANGE[1]))), 4)
             y = shift_source(y, shift, rate)
-        y = y[: n - int(ms)]  # leave room for a 1 ms grid onset
-        if y.size == 0:
+        placed = _place_at_random(rng, y, snr, n, rate)
+        if placed is None:
             continue
-        onset_ms = int(rng.integers(0, int((n - y.size) / ms) + 1))
-        at = int(round(onset_ms * ms))
-        full = np.zeros(n)
-        full[at : at + y.size] = y.astype(np.float64) * 10 ** (snr / 20)
+        full, span = placed
         dry.append(full)
         events.append(
             {
                 "event_label": cls,
-                "onset": round(onset_ms / 1000, 3),
-                "offset": round((at + y.size) / rate, 3),
+                **span,
                 "seed": ev_seed,
                 "duration_s": dur,
                 "snr_db": snr,
@@ -309,25 +318,12 @@ def make_clip(seed: int, subset: str, index: int, rate: int = 16000, gap: str = 
             dur = round(float(xr.uniform(*DISTRACTOR_S)), 3)
             snr = round(float(xr.uniform(*SNR_DB[domain])), 2)
             y, info = render_distractor(kind, d_seed, dur, rate)
-            y = y[: n - int(ms)]
-            if y.size == 0:
+            placed = _place_at_random(xr, y, snr, n, rate)
+            if placed is None:
                 continue
-            onset_ms = int(xr.integers(0, int((n - y.size) / ms) + 1))
-            at = int(round(onset_ms * ms))
-            full = np.zeros(n)
-            full[at : at + y.size] = y.astype(np.float64) * 10 ** (snr / 20)
+            full, span = placed
             distractor_dry.append(full)
-            distractors.append(
-                {
-                    "kind": kind,
-                    "onset": round(onset_ms / 1000, 3),
-                    "offset": round((at + y.size) / rate, 3),
-                    "seed": d_seed,
-                    "duration_s": dur,
-                    "snr_db": snr,
-                    "params": info,
-                }
-            )
+            distractors.append({"kind": kind, **span, "seed": d_seed, "duration_s": dur, "snr_db": snr, "params": info})
     bg, bg_info = _background(rng, n, rate, domain)
     rec: dict[str, Any] = {"domain": domain, "background": bg_info, "room": None, "mic": None}
     if domain == "synthetic":

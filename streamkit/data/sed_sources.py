@@ -410,11 +410,16 @@ def render_event(cls: str, seed: int, duration_s: float, rate: int) -> tuple[np.
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), CLASSES.index(cls)]))
     n = max(int(duration_s * rate), int(0.05 * rate))
     y, info = _SYNTH[cls](rng, rate, n)
-    y = trim_event(np.asarray(y, np.float64)[:n], rate)
+    return _trim_unit(np.asarray(y, np.float64)[:n], rate), info
+
+
+def _trim_unit(y: np.ndarray, rate: int) -> np.ndarray:
+    """Trimmed to its audible extent (:func:`trim_event`), RMS 1 over it, float32."""
+    y = trim_event(y, rate)
     rms = float(np.sqrt(np.mean(y * y))) if y.size else 0.0
     if rms > 0:
         y = y / rms
-    return y.astype(np.float32), info
+    return y.astype(np.float32)
 
 
 # --------------------------------------------------------------------------------------------
@@ -538,11 +543,7 @@ def render_distractor(kind: str, seed: int, duration_s: float, rate: int) -> tup
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 100 + DISTRACTORS.index(kind)]))
     n = max(int(duration_s * rate), int(0.05 * rate))
     y, info = _DISTRACT[kind](rng, rate, n)
-    y = trim_event(np.asarray(y, np.float64)[:n], rate)
-    rms = float(np.sqrt(np.mean(y * y))) if y.size else 0.0
-    if rms > 0:
-        y = y / rms
-    return y.astype(np.float32), info
+    return _trim_unit(np.asarray(y, np.float64)[:n], rate), info
 
 
 def shift_source(y: np.ndarray, ratio: float, rate: int) -> np.ndarray:
@@ -556,6 +557,4 @@ def shift_source(y: np.ndarray, ratio: float, rate: int) -> np.ndarray:
     from fractions import Fraction
 
     fr = Fraction(1 / ratio).limit_denominator(64)
-    z = trim_event(signal.resample_poly(np.asarray(y, np.float64), fr.numerator, fr.denominator), rate)
-    rms = float(np.sqrt(np.mean(z * z))) if z.size else 0.0
-    return (z / rms if rms > 0 else z).astype(np.float32)
+    return _trim_unit(signal.resample_poly(np.asarray(y, np.float64), fr.numerator, fr.denominator), rate)
