@@ -427,6 +427,11 @@ def _trim_unit(y: np.ndarray, rate: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
+def _decaying(x: np.ndarray, rate: int, tau_s: float) -> np.ndarray:
+    """``x`` under an exponential decay with time constant ``tau_s`` from its first sample."""
+    return x * np.exp(-np.arange(len(x)) / rate / tau_s)
+
+
 def _thump(rng: np.random.Generator, rate: int, f: float, decay_s: float) -> np.ndarray:
     m = int(max(0.05, 5 * decay_s) * rate)
     t = np.arange(m) / rate
@@ -452,8 +457,7 @@ def _typing(rng: np.random.Generator, rate: int, n: int) -> tuple[np.ndarray, di
     at = 0.0
     while at < n / rate:
         m = int(rng.uniform(0.005, 0.015) * rate)
-        tt = np.arange(m) / rate
-        _place(out, _bp(rng.standard_normal(m), lo, lo * rng.uniform(1.5, 2.0), rate) * np.exp(-tt / 0.003) * rng.uniform(0.3, 1.0), int(at * rate))
+        _place(out, _decaying(_bp(rng.standard_normal(m), lo, lo * rng.uniform(1.5, 2.0), rate), rate, 0.003) * rng.uniform(0.3, 1.0), int(at * rate))
         at += rng.exponential(1 / cps) + 0.03
     return out, {"clicks_per_s": round(cps, 2)}
 
@@ -465,9 +469,7 @@ def _footsteps(rng: np.random.Generator, rate: int, n: int) -> tuple[np.ndarray,
     at = 0.0
     while at < n / rate:
         for part, gain in ((0, 1.0), (rng.uniform(0.04, 0.09), rng.uniform(0.3, 0.7))):
-            m = int(0.08 * rate)
-            tt = np.arange(m) / rate
-            _place(out, _lp(rng.standard_normal(m), fc, rate) * np.exp(-tt / 0.015) * gain, int((at + part) * rate))
+            _place(out, _decaying(_lp(rng.standard_normal(int(0.08 * rate)), fc, rate), rate, 0.015) * gain, int((at + part) * rate))
         at += (1 / sps) * rng.uniform(0.9, 1.1)
     return out, {"steps_per_s": round(sps, 2), "lowpass_hz": round(fc, 1)}
 
