@@ -119,19 +119,21 @@ def evaluate_model(method: str, path: Path, corpus: Any, *, median_s: float | No
     row["score_s"] = round(time.monotonic() - t0, 1)
     row["training"] = {k: tr.get(k) for k in ("epochs", "steps", "batch_per_subset", "seed", "wall_time_s", "best_epoch", "best_val_event_f1",
                                              "synthetic_holdout", "pseudo_stats", "grl_schedule", "corpus_command", "runs", "tri_epochs",
-                                             "pseudo_threshold", "pseudo_negative", "relabel_every", "oracle_labels")}  # fmt: skip
+                                             "pseudo_threshold", "pseudo_negative", "relabel_every", "oracle_labels", "detach_labelers",
+                                             "pseudo_level")}  # fmt: skip
     row["validation"] = {k: card.get("metrics", {}).get("validation", {}).get(k) for k in ("event_f1", "segment_f1", "psds1")}
     return row
 
 
-def _tri_recipe(row: dict[str, Any]) -> tuple[float, float, int, bool]:
-    """(positive, negative) pseudo-label thresholds, relabelling interval and oracle labels of a row's model.
+def _tri_recipe(row: dict[str, Any]) -> tuple[float, float, int, bool, bool, str]:
+    """(positive, negative) pseudo-label thresholds, relabelling interval, oracle labels, detached labelers and
+    pseudo-label level of a row's model.
 
-    Cards from before the options: the paper's 0.5 rule, a single labelling (0), no oracle."""
+    Cards from before the options: the paper's 0.5 rule, a single labelling (0), no oracle, labelers on F, frame level."""
     tr = row["training"]
     pos = 0.5 if tr.get("pseudo_threshold") is None else float(tr["pseudo_threshold"])
     neg = round(1.0 - pos if tr.get("pseudo_negative") is None else float(tr["pseudo_negative"]), 6)
-    return pos, neg, int(tr.get("relabel_every") or 0), bool(tr.get("oracle_labels"))
+    return pos, neg, int(tr.get("relabel_every") or 0), bool(tr.get("oracle_labels")), bool(tr.get("detach_labelers")), tr.get("pseudo_level") or "frame"
 
 
 def _oracle(row: dict[str, Any]) -> bool:

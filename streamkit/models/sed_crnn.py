@@ -415,11 +415,15 @@ class SedModel(nn.Module):
         """(B, T, n_mels) log-mel -> (B, T', cnn_dim) CNN output (cacheable per output frame in eval mode)."""
         return self.F.frontend(x)
 
-    def backend(self, feats: torch.Tensor, heads: Sequence[str] = ("ft",), domain: str | None = None) -> dict[str, Any]:
+    def backend(
+        self, feats: torch.Tensor, heads: Sequence[str] = ("ft",), domain: str | None = None, *, detach_labelers: bool = False
+    ) -> dict[str, Any]:
         """CNN output -> ``{head: {"frame_logits", "frame", "clip"}, "features": F's output, "domain": logits}``.
 
         ``heads``: any of ``"f1", "f2", "ft"``; ``domain``: ``None``, ``"whole"`` ((B,) logits) or
         ``"time"`` ((B, T') logits), computed through the gradient reversal layer.
+        ``detach_labelers``: F1 and F2 see F's output through a stop-gradient, so their losses (and
+        eq. 8) train the labelers only and F learns from Ft (and D) alone.
         """
         bad = [h for h in heads if h not in HEADS]
         if bad:
@@ -427,13 +431,15 @@ class SedModel(nn.Module):
         h = self.F.backend(feats)
         out: dict[str, Any] = {"features": h}
         for name in heads:
-            out[name] = getattr(self, name)(h)
+            out[name] = getattr(self, name)(h.detach() if detach_labelers and name != "ft" else h)
         if domain is not None:
             out["domain"] = self.D(h, domain)
         return out
 
-    def forward(self, x: torch.Tensor, heads: Sequence[str] = ("ft",), domain: str | None = None) -> dict[str, Any]:
-        return self.backend(self.frontend(x), heads, domain)
+    def forward(
+        self, x: torch.Tensor, heads: Sequence[str] = ("ft",), domain: str | None = None, *, detach_labelers: bool = False
+    ) -> dict[str, Any]:
+        return self.backend(self.frontend(x), heads, domain, detach_labelers=detach_labelers)
 
     @torch.no_grad()
     def detect(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

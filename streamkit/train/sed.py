@@ -52,6 +52,13 @@ pseudo-label stage adds; compare it with a baseline given the same total steps
   from the pseudo-labels too, and the pseudo-labels are remade from F1 and F2 every N final-stage
   epochs, so they follow the changing F instead of staying those of the switch. Like the
   thresholds it enters the checkpoint when the labels are first made.
+  ``--detach-labelers`` (not in the paper): F1 and F2 learn on F's output through a stop-gradient,
+  so their losses and eq. 8 train the labelers only. With the ``small`` preset F's output has 64
+  dimensions and the labelers are linear, so eq. 8 otherwise bends F towards holding two mutually
+  orthogonal copies of the classes; detached, F and Ft follow the plain adversarial run exactly
+  up to the switch (tested). ``--pseudo-level clip`` (not in the paper): only clip-level
+  pseudo-labels of U are kept (W keeps only its tags), so the final stage adds pseudo-tagged
+  clips and no frame targets. Like the thresholds it enters the checkpoint when the labels are made.
 * ``adv-*+tri``: tri-training with D trained in both stages.
 * ``--oracle-labels`` (analysis, not a method): the generator's true frame labels of W and U
   (``<subset>/meta.json``, which the task withholds) replace the pseudo-labels of a tri-training
@@ -125,6 +132,7 @@ __all__ = [
 ]
 
 CKPT_FORMAT = "streamkit-sed-train/1"
+PSEUDO_LEVELS = ("frame", "clip")
 CACHE_FORMAT = "streamkit-sed-features/1"
 SUBSETS = ("synthetic", "weak", "unlabelled", "validation", "eval")
 
@@ -314,6 +322,8 @@ class TrainOptions:
     pseudo_negative: float | None = None  #: tri-training: negative where both are below (None: 1 - pseudo_threshold, the paper)
     relabel_every: int = 0  #: tri-training: remake the pseudo-labels every N final-stage epochs, F1/F2 trained on (0: once, the paper)
     oracle_labels: bool = False  #: analysis: the generator's true labels of W and U (tri: as the pseudo-labels; else: from step 0)
+    detach_labelers: bool = False  #: tri-training: F1/F2 (and eq. 8) train on F's output through a stop-gradient (not the paper)
+    pseudo_level: str = "frame"  #: tri-training: "frame" (the paper: frame and clip pseudo-labels) or "clip" (clip-level ones only)
 
     def pseudo_rule(self) -> dict[str, float]:
         """The pseudo-label thresholds (validated): ``{"positive": .., "negative": ..}``."""
@@ -329,6 +339,8 @@ class TrainOptions:
         fp = {k: getattr(self, k) for k in ("method", "epochs", "seed", "batch", "lr", "grl_schedule", "synthetic_holdout")}
         if self.oracle_labels and not parse_method(self.method)[1]:
             fp["oracle_labels"] = True  # from step 0 (tri-training: checked when the labels are made, so it can branch)
+        if self.detach_labelers:
+            fp["detach_labelers"] = True  # changes the labeler stage (absent when off: older checkpoints stay resumable)
         return {**fp, "tri_epochs": self.final_epochs()}
 
     def final_epochs(self) -> int:
@@ -557,6 +569,10 @@ def train(
         raise ValueError(f"--relabel-every needs a tri-training method, not {opts.method!r}")
     if opts.oracle_labels and opts.relabel_every:
         raise ValueError("--oracle-labels gives the true labels once; --relabel-every has nothing to remake")
+    if opts.pseudo_level not in PSEUDO_LEVELS:
+        raise ValueError(f"--pseudo-level must be one of {', '.join(PSEUDO_LEVELS)}, got {opts.pseudo_level!r}")
+    if not tri and (opts.detach_labelers or opts.pseudo_level != "frame"):
+        raise ValueError(f"--detach-labelers and --pseudo-level need a tri-training method, not {opts.method!r}")
     relabel = bool(opts.relabel_every)
     source = "oracle" if opts.oracle_labels else "labelers"
     out = Path(out)
@@ -596,6 +612,10 @@ def train(
         made_every = ck["state"].get("relabel_every", 0) if ck["state"].get("pseudo") is not None else None
         if made_every is not None and made_every != opts.relabel_every:
             raise ValueError(f"{ckpt_p}: its final stage runs with --relabel-every {made_every}, this run asks for {opts.relabel_every}; "
+                             "resume with that (or from a checkpoint before the switch)")  # fmt: skip
+        made_level = ck["state"].get("pseudo_level", "frame") if ck["state"].get("pseudo") is not None else None
+        if made_level is not None and made_level != opts.pseudo_level:
+            raise ValueError(f"{ckpt_p}: its pseudo-labels are {made_level}-level, this run asks for --pseudo-level {opts.pseudo_level}; "
                              "resume with that (or from a checkpoint before the switch)")  # fmt: skip
         made_from = ck["state"].get("pseudo_source", "labelers") if ck["state"].get("pseudo") is not None else None
         if made_from is not None and made_from != source:
@@ -680,8 +700,12 @@ def train(
                 else:
                     wf, _wc = _pseudo_label_all(model, data.W, data.w_clip, rule=rule)
                     uf, uc = _pseudo_label_all(model, data.U, None, rule=rule) if data.U is not None else (None, None)
+                if opts.pseudo_level == "clip":  # W keeps only its tags, U only its clip pseudo-labels: no frame targets
+                    wf = np.full_like(wf, -1)
+                    uf = None if uf is None else np.full_like(uf, -1)
                 st["pseudo"] = {"w_frame": wf, "u_frame": uf, "u_clip": uc}
                 st["pseudo_source"] = source
+                st["pseudo_level"] = opts.pseudo_level
                 st["pseudo_rule"] = rule
                 st["relabel_every"] = opts.relabel_every
                 st["pseudo_step"] = step
@@ -745,7 +769,7 @@ def train(
             if lab:
                 t_lab = SedTargets(frame=torch.cat(lab_frame), frame_mask=torch.cat(lab_fmask), clip=torch.cat(lab_clip),
                                    clip_mask=torch.cat(lab_cmask), domain=t.domain)  # fmt: skip
-            o = model(x, heads=heads_for(opts.method, stage, relabel=lab), domain=adv)
+            o = model(x, heads=heads_for(opts.method, stage, relabel=lab), domain=adv, detach_labelers=opts.detach_labelers)
             parts = sed_loss(opts.method, o, t, model=model, stage=stage, labeler_targets=t_lab)
             optim.zero_grad(set_to_none=True)
             parts["loss"].backward()
@@ -851,6 +875,8 @@ def finalize(ckpt: Path, out: Path, corpus: SedCorpus, *, opts: TrainOptions, qu
             "pseudo_stats": st.get("pseudo_stats"),
             "relabel_every": opts.relabel_every if tri else None,
             "oracle_labels": bool(opts.oracle_labels),
+            "detach_labelers": bool(opts.detach_labelers) if tri else None,
+            "pseudo_level": opts.pseudo_level if tri else None,
             "pseudo_history": st.get("pseudo_history"),
             "selection": "best validation event-based macro F1 at epoch ends" + (" of the final (pseudo-label) stage" if tri else ""),
             "best_epoch": st.get("best_epoch"),
@@ -925,6 +951,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "(<subset>/meta.json), which the task withholds. Tri-training methods: in the final stage instead of F1/F2's "
                         "pseudo-labels, the ceiling of any pseudo-labeller (like the thresholds, not part of the checkpoint fingerprint "
                         "until the labels are made). Other methods: from the first step, as if the real clips were strongly labelled")
+    parser.add_argument("--detach-labelers", action="store_true",
+                        help="tri-training (not in the paper): F1 and F2 learn on F's output through a stop-gradient, so their "
+                        "losses and eq. 8 do not shape F, which learns from Ft (and D) only")
+    parser.add_argument("--pseudo-level", choices=PSEUDO_LEVELS, default=d.pseudo_level,
+                        help="tri-training: 'frame' (default, the paper's rule on frames and clips) or 'clip' (not in the paper: "
+                        "only clip-level pseudo-labels of U, W keeps its tags; no frame pseudo-labels). Like the thresholds, "
+                        "not part of the checkpoint fingerprint until the labels are made")
     parser.add_argument("--grl-schedule", choices=("ganin", "const"), default=d.grl_schedule, help="GRL factor schedule (default ganin)")
     parser.add_argument("--synthetic-holdout", type=int, default=d.synthetic_holdout,
                         help=f"last synthetic clips kept out of training as the synthetic-domain test set (default {d.synthetic_holdout})")
@@ -964,7 +997,8 @@ def run_from_args(a: argparse.Namespace) -> int:
                             tri_epochs=a.tri_epochs, grl_schedule=a.grl_schedule, synthetic_holdout=a.synthetic_holdout, median_s=a.median_s,
                             threshold=a.threshold, ckpt_minutes=a.ckpt_minutes, max_steps=a.max_steps, psds=not a.no_psds,
                             pseudo_threshold=a.pseudo_threshold, pseudo_negative=a.pseudo_negative,
-                            relabel_every=a.relabel_every, oracle_labels=a.oracle_labels)  # fmt: skip
+                            relabel_every=a.relabel_every, oracle_labels=a.oracle_labels, detach_labelers=a.detach_labelers,
+                            pseudo_level=a.pseudo_level)  # fmt: skip
         res = train(a.corpus, a.out, opts, cfg=cfg, resume=a.resume, ckpt=a.ckpt, cache=a.cache, quiet=a.quiet)
     except (CorpusError, ValueError, OSError) as e:
         print(f"error: {e}".replace("\n", " "), file=sys.stderr)

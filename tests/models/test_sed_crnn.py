@@ -301,6 +301,30 @@ def test_final_stage_with_labeler_targets() -> None:
         sed_loss("tri", model(x, heads=("ft",)), t, model=model, stage="final", labeler_targets=t_lab)
 
 
+def test_detached_labelers_leave_F_to_Ft_and_D() -> None:
+    """detach_labelers: same outputs; F1/F2 losses and eq. 8 reach the labelers only; F's gradient is Ft's + D's."""
+    model = tiny_model(head_hidden=6)
+    x = torch.randn(4, 20, 16)
+    t = tiny_targets(4, 5)
+    grads = {}
+    for det in (False, True):
+        model.zero_grad()
+        out = model(x, heads=HEADS, domain="time", detach_labelers=det)
+        parts = sed_loss("adv-time+tri", out, t, model=model, stage="labelers")
+        (parts["y_f1"] + parts["y_f2"] + parts["orth"]).backward(retain_graph=True)
+        labeler_to_F = [p.grad is not None and bool(p.grad.any()) for p in model.F.parameters()]
+        assert any(p.grad is not None and p.grad.any() for p in model.f1.parameters())
+        assert any(labeler_to_F) != det, det  # only without the stop-gradient do F1/F2 shape F
+        model.zero_grad()
+        (parts["y_ft"] + parts["domain"]).backward()
+        grads[det] = {n: p.grad.clone() for n, p in model.F.named_parameters()}
+        assert all(p.grad is None or not p.grad.any() for p in model.f1.parameters())
+    for n in grads[False]:
+        assert torch.equal(grads[False][n], grads[True][n]), n
+    a, b = model(x, heads=HEADS), model(x, heads=HEADS, detach_labelers=True)
+    assert all(torch.equal(a[h]["frame"], b[h]["frame"]) for h in HEADS)
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_each_method_runs_forward_backward(method: str) -> None:
     model = tiny_model(head_hidden=6)

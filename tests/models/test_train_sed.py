@@ -280,6 +280,63 @@ def test_oracle_labels_are_the_generator_truth(corpus, tmp_path):
         SedCorpus(bare).generator_truth("weak")
 
 
+def test_detached_labelers_keep_F_and_Ft_on_the_adv_time_path(corpus, tmp_path):
+    """--detach-labelers: up to the switch F, Ft and D are exactly those of adv-time run as many total steps."""
+    from streamkit.train.sed import train
+
+    tri = train(corpus, tmp_path / "t" / "m.pt", _opts(method="adv-time+tri", epochs=2, tri_epochs=1, detach_labelers=True, max_steps=8),
+                cfg=_tiny(), quiet=True)  # fmt: skip
+    adv = train(corpus, tmp_path / "a" / "m.pt", _opts(method="adv-time", epochs=3, max_steps=8), cfg=_tiny(), quiet=True)
+    assert not tri["finished"] and not adv["finished"]
+    mt = torch.load(tmp_path / "t" / "m.ckpt", weights_only=False)["model"]
+    ma = torch.load(tmp_path / "a" / "m.ckpt", weights_only=False)["model"]
+    shared = [k for k in mt if k.split(".")[0] in ("F", "ft", "D")]
+    assert shared and all(torch.equal(mt[k], ma[k]) for k in shared)
+    assert any(not torch.equal(mt[k], ma[k]) for k in mt if k.startswith("f1."))  # the labelers did learn
+    assert [h["val_event_f1"] for h in tri["state"]["history"]] == [h["val_event_f1"] for h in adv["state"]["history"]]
+    # without the stop-gradient the labelers shape F
+    att = train(corpus, tmp_path / "u" / "m.pt", _opts(method="adv-time+tri", epochs=2, tri_epochs=1, max_steps=8), cfg=_tiny(), quiet=True)
+    mu = torch.load(tmp_path / "u" / "m.ckpt", weights_only=False)["model"]
+    assert any(not torch.equal(mu[k], ma[k]) for k in mu if k.startswith("F."))
+    assert att["state"]["step"] == 8
+    # part of the run: a checkpoint of the other kind is refused
+    with pytest.raises(ValueError, match="another run"):
+        train(corpus, tmp_path / "u" / "m.pt", _opts(method="adv-time+tri", epochs=2, tri_epochs=1, detach_labelers=True), cfg=_tiny(),
+              quiet=True, resume=True)  # fmt: skip
+    res = train(corpus, tmp_path / "t" / "m.pt", _opts(method="adv-time+tri", epochs=2, tri_epochs=1, detach_labelers=True), cfg=_tiny(),
+                quiet=True, resume=True)  # fmt: skip
+    assert res["finished"] and json.loads((tmp_path / "t" / "m.json").read_text())["training"]["detach_labelers"] is True
+    with pytest.raises(ValueError, match="need a tri-training method"):
+        train(corpus, tmp_path / "x.pt", _opts(method="adv-time", epochs=1, detach_labelers=True), cfg=_tiny(), quiet=True)
+
+
+def test_clip_level_pseudo_labels(corpus, tmp_path):
+    """--pseudo-level clip: U gets only clip pseudo-labels, W only its tags: no frame targets on the real clips."""
+    import shutil
+
+    from streamkit.train.sed import train
+
+    opts = dict(method="tri", epochs=2, tri_epochs=1)
+    stop = train(corpus, tmp_path / "s" / "m.pt", _opts(**opts, max_steps=8), cfg=_tiny(), quiet=True)
+    assert not stop["finished"]
+    (tmp_path / "c").mkdir()
+    shutil.copy(tmp_path / "s" / "m.ckpt", tmp_path / "c" / "m.ckpt")
+    fr = train(corpus, tmp_path / "s" / "m.pt", _opts(**opts), cfg=_tiny(), quiet=True, resume=True)
+    cl = train(corpus, tmp_path / "c" / "m.pt", _opts(**opts, pseudo_level="clip"), cfg=_tiny(), quiet=True, resume=True)
+    sf, sc = fr["state"]["pseudo_stats"], cl["state"]["pseudo_stats"]
+    assert sf["u_frame_labelled"] > 0 and sf["w_frame_labelled"] > 0
+    assert sc["u_frame_labelled"] == 0 and sc["w_frame_labelled"] == 0
+    assert sc["u_clip_labelled"] == sf["u_clip_labelled"] > 0 and sc["u_clip_positive"] == sf["u_clip_positive"]  # the same labelers
+    assert json.loads((tmp_path / "c" / "m.json").read_text())["training"]["pseudo_level"] == "clip"
+    assert json.loads((tmp_path / "s" / "m.json").read_text())["training"]["pseudo_level"] == "frame"
+    with pytest.raises(ValueError, match="clip-level, this run asks for --pseudo-level frame"):
+        train(corpus, tmp_path / "c" / "m.pt", _opts(**opts), cfg=_tiny(), quiet=True, resume=True)
+    with pytest.raises(ValueError, match="--pseudo-level must be one of frame, clip"):
+        train(corpus, tmp_path / "x.pt", _opts(**opts, pseudo_level="segment"), cfg=_tiny(), quiet=True)
+    with pytest.raises(ValueError, match="need a tri-training method"):
+        train(corpus, tmp_path / "x.pt", _opts(method="baseline", epochs=1, pseudo_level="clip"), cfg=_tiny(), quiet=True)
+
+
 def test_cli_writes_card_without_machine_paths(corpus, tmp_path, capsys):
     from streamkit.train.sed import add_arguments, run_from_args
 
@@ -294,6 +351,8 @@ def test_cli_writes_card_without_machine_paths(corpus, tmp_path, capsys):
     assert str(tmp_path) not in text and str(corpus) not in text
     assert card["training"]["corpus_command"].startswith("streamkit corpus sed --out DIR ")
     assert card["parameters"] > 0 and "psds1" in card["metrics"]["eval"]
+    b = add_arguments(argparse.ArgumentParser()).parse_args(["--corpus", "C", "--out", "o.pt", "--detach-labelers", "--pseudo-level", "clip"])
+    assert b.detach_labelers and b.pseudo_level == "clip"
 
 
 def test_missing_or_corrupt_corpus(corpus, tmp_path, capsys):
