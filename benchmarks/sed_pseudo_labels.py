@@ -18,6 +18,10 @@ the weak clips (frames of classes absent from the clip's tags are negatives; her
 the strong labels); ungated is the unlabelled clips' case. Per-class recall and event-to-negative
 rates are listed for the paper's rule and the most permissive one.
 
+Clip-level labels (what ``--pseudo-level clip`` keeps for the unlabelled clips) are scored the same
+way against the clips' true tags, and each head (F1, F2, Ft) gets its validation event-based macro
+F1 with the default post-processing, so labelers and final classifier can be compared at the switch.
+
 Writes ``benchmarks/results/sed_pseudo_labels.json`` (``--out``); no absolute paths.
 """
 
@@ -41,7 +45,7 @@ import torch  # noqa: E402
 
 from streamkit.cli import machine_info  # noqa: E402
 from streamkit.models.sed_crnn import SedConfig, SedModel, events_to_frames  # noqa: E402
-from streamkit.train.sed import SedCorpus, predict_frames  # noqa: E402
+from streamkit.train.sed import SedCorpus, predict_frames, score_probs  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 RULES = ((0.5, 0.5), (0.5, 0.1), (0.4, 0.2), (0.3, 0.3), (0.3, 0.1), (0.2, 0.1))
@@ -68,12 +72,35 @@ def rule_stats(p1: np.ndarray, p2: np.ndarray, y: np.ndarray, pos: float, neg: f
     }
 
 
-def main() -> int:
+def clip_rule_stats(c1: np.ndarray, c2: np.ndarray, tags: np.ndarray, pos: float, neg: float) -> dict[str, Any]:
+    """Clip-level pseudo-labels (N, K) of one rule against the true tags (N, K) bool."""
+    positive = (c1 > pos) & (c2 > pos)
+    negative = (c1 < neg) & (c2 < neg)
+    n_true = max(int(tags.sum()), 1)
+    return {
+        "positive_share": round(float(positive.mean()), 4),
+        "precision": round(float((positive & tags).sum() / max(int(positive.sum()), 1)), 4),
+        "recall": round(float((positive & tags).sum() / n_true), 4),
+        "tags_to_negative": round(float((negative & tags).sum() / n_true), 4),
+        "labelled_share": round(float((positive | negative).mean()), 4),
+    }
+
+
+@torch.no_grad()
+def predict_clips(model: SedModel, feats: np.ndarray, head: str, batch: int = 32) -> np.ndarray:
+    """(N, K) clip probabilities of one head (eval mode)."""
+    model.eval()
+    out = [model(torch.from_numpy(np.asarray(feats[i : i + batch], dtype=np.float32)), heads=(head,))[head]["clip"].numpy()
+           for i in range(0, feats.shape[0], batch)]  # fmt: skip
+    return np.concatenate(out)
+
+
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", required=True, type=Path, help="a `streamkit corpus sed` directory")
     ap.add_argument("--ckpt", required=True, type=Path, help="a `streamkit train sed` checkpoint of a tri-training method")
     ap.add_argument("--out", type=Path, default=RESULTS / "sed_pseudo_labels.json")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     torch.set_num_threads(1)
     try:
         ck = torch.load(a.ckpt, map_location="cpu", weights_only=False)
@@ -96,6 +123,14 @@ def main() -> int:
     y = np.stack(
         [events_to_frames([(e.event_label, e.onset, e.offset) for e in corpus.strong["validation"][f]], t_out, cfg).numpy() for f in files]
     ).astype(bool)
+    tags = y.any(axis=1)
+    c1, c2 = predict_clips(model, feats, "f1"), predict_clips(model, feats, "f2")
+    clip_rows = [{"threshold": pos, "negative": neg, **clip_rule_stats(c1, c2, tags, pos, neg)} for pos, neg in RULES]
+    pt = predict_frames(model, feats, head="ft")
+    heads_f1 = {}
+    for h, p in (("f1", p1), ("f2", p2), ("ft", pt)):
+        sc = score_probs(p, files, corpus.strong["validation"], cfg, clip_s=corpus.clip_s)
+        heads_f1[h] = {"event_f1": sc["event_f1"], "segment_f1": sc["segment_f1"]}
     rows = []
     for gated in (False, True):
         for pos, neg in RULES:
@@ -110,6 +145,14 @@ def main() -> int:
     for r in rows:
         print(f"| P {r['threshold']:g}, N {r['negative']:g} | {'yes' if r['gated'] else 'no'} | {100 * r['positive_share']:.2f} | "
               f"{r['precision']:.3f} | {r['recall']:.3f} | {r['events_to_negative']:.3f} | {100 * r['labelled_share']:.1f} |")  # fmt: skip
+    print(f"\nclip level (true tags {tags.mean() * 100:.2f} % of clips x classes)\n")
+    print("| rule (positive > P, negative < N) | positive % | precision | recall | tags → negative | labelled % |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for r in clip_rows:
+        print(f"| P {r['threshold']:g}, N {r['negative']:g} | {100 * r['positive_share']:.2f} | {r['precision']:.3f} | {r['recall']:.3f} | "
+              f"{r['tags_to_negative']:.3f} | {100 * r['labelled_share']:.1f} |")  # fmt: skip
+    print("\nvalidation event / segment F1 per head (median 0.45 s, threshold 0.5): "
+          + ", ".join(f"{h} {v['event_f1']:.2f} / {v['segment_f1']:.2f}" for h, v in heads_f1.items()))
     print("\nper class (ungated): recall / events → negative")
     for k, c in enumerate(cfg.classes):
         a5 = next(r for r in rows if not r["gated"] and r["threshold"] == 0.5 and r["negative"] == 0.5)
@@ -127,6 +170,10 @@ def main() -> int:
         "true_event_share": round(float(y.mean()), 4),
         "classes": list(cfg.classes),
         "rows": rows,
+        "true_tag_share": round(float(tags.mean()), 4),
+        "clip_rows": clip_rows,
+        "validation_f1_per_head": heads_f1,
+        "detach_labelers": bool(fp.get("detach_labelers", False)),
         "machine": machine_info(),
         "command": "python benchmarks/sed_pseudo_labels.py --corpus CORPUS --ckpt sed.ckpt",
     }

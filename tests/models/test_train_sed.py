@@ -406,6 +406,32 @@ def test_post_tune_benchmark(corpus, tmp_path, capsys):
         bench.main(["--corpus", str(corpus), "--model", f"nomethod={m}"])
 
 
+def test_pseudo_label_benchmark(corpus, tmp_path, capsys):
+    """benchmarks/sed_pseudo_labels.py: frame and clip rules against the truth, each head's validation F1."""
+    import importlib.util
+    from pathlib import Path
+
+    from streamkit.train.sed import train
+
+    train(corpus, tmp_path / "m.pt", _opts(method="tri", epochs=1, max_steps=4), cfg=_tiny(), quiet=True)
+    spec = importlib.util.spec_from_file_location("sed_pl_bench", Path(__file__).resolve().parents[2] / "benchmarks" / "sed_pseudo_labels.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = tmp_path / "r.json"
+    assert bench.main(["--corpus", str(corpus), "--ckpt", str(tmp_path / "m.ckpt"), "--out", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res["checkpoint_step"] == 4 and set(res["validation_f1_per_head"]) == {"f1", "f2", "ft"}
+    for r in res["clip_rows"]:
+        assert 0 <= r["precision"] <= 1 and 0 <= r["recall"] <= 1 and r["labelled_share"] >= r["positive_share"]
+    # hand-checked clip rule: two clips, two classes
+    c1 = np.array([[0.9, 0.3], [0.6, 0.05]])
+    c2 = np.array([[0.8, 0.6], [0.4, 0.02]])
+    tags = np.array([[True, True], [True, False]])
+    st = bench.clip_rule_stats(c1, c2, tags, 0.5, 0.1)
+    assert st == {"positive_share": 0.25, "precision": 1.0, "recall": round(1 / 3, 4), "tags_to_negative": 0.0, "labelled_share": 0.5}
+    assert "clip level" in capsys.readouterr().out
+
+
 def test_benchmarks_keep_oracle_rows_apart(corpus, tmp_path, capsys):
     """A model trained with --oracle-labels is reported as a ceiling, never averaged into its method's seeds."""
     import importlib.util
