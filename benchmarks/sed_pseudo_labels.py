@@ -73,17 +73,10 @@ def rule_stats(p1: np.ndarray, p2: np.ndarray, y: np.ndarray, pos: float, neg: f
 
 
 def clip_rule_stats(c1: np.ndarray, c2: np.ndarray, tags: np.ndarray, pos: float, neg: float) -> dict[str, Any]:
-    """Clip-level pseudo-labels (N, K) of one rule against the true tags (N, K) bool."""
-    positive = (c1 > pos) & (c2 > pos)
-    negative = (c1 < neg) & (c2 < neg)
-    n_true = max(int(tags.sum()), 1)
-    return {
-        "positive_share": round(float(positive.mean()), 4),
-        "precision": round(float((positive & tags).sum() / max(int(positive.sum()), 1)), 4),
-        "recall": round(float((positive & tags).sum() / n_true), 4),
-        "tags_to_negative": round(float((negative & tags).sum() / n_true), 4),
-        "labelled_share": round(float((positive | negative).mean()), 4),
-    }
+    """Clip-level pseudo-labels (N, K) of one rule against the true tags (N, K) bool: :func:`rule_stats` on one-frame clips."""
+    r = rule_stats(c1[:, None, :], c2[:, None, :], tags[:, None, :], pos, neg, gated=False)
+    return {"positive_share": r["positive_share"], "precision": r["precision"], "recall": r["recall"],
+            "tags_to_negative": r["events_to_negative"], "labelled_share": r["labelled_share"]}  # fmt: skip
 
 
 @torch.no_grad()
