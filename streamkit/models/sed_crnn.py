@@ -124,6 +124,8 @@ class SedConfig:
     bidirectional: bool = True
     dropout: float = 0.3
     head_hidden: int = 0  #: 0: the labelers' first layer is the frame classifier itself
+    #: hidden layer of F1 and F2 only (None: as ``head_hidden``); see :class:`SedModel`
+    labeler_hidden: int | None = None
     domain_hidden: int = 64
     grl_scale: float = 1.0  #: alpha of paper eq. 5
     # front end (see log_mel)
@@ -149,6 +151,8 @@ class SedConfig:
             raise ValueError(f"{len(self.classes)} class names for n_classes {self.n_classes}")
         if self.rnn_layers < 1 or self.rnn_hidden < 1 or self.domain_hidden < 1 or self.head_hidden < 0:
             raise ValueError("rnn_layers, rnn_hidden, domain_hidden must be >= 1 and head_hidden >= 0")
+        if self.labeler_hidden is not None and self.labeler_hidden < 0:
+            raise ValueError(f"labeler_hidden must be >= 0 (or None), got {self.labeler_hidden}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if not 0 <= self.f_min < self.f_max <= self.rate / 2:
@@ -183,6 +187,8 @@ class SedConfig:
         d = asdict(self)
         for k in ("classes", "channels", "pool_time", "pool_freq"):
             d[k] = list(d[k])
+        if d["labeler_hidden"] is None:  # left out: weight files and checkpoints from before it read the same
+            del d["labeler_hidden"]
         return d
 
     @classmethod
@@ -355,12 +361,18 @@ class FeatureExtractor(nn.Module):
 class Labeler(nn.Module):
     """Frame-level sigmoid classifier with attention pooling to clip level (F1, F2 or Ft)."""
 
-    def __init__(self, cfg: SedConfig) -> None:
+    def __init__(self, cfg: SedConfig, hidden: int | None = None, dropout: bool = True) -> None:
+        """``hidden``: width of the hidden layer (default ``cfg.head_hidden``; 0: none), with
+        dropout ``cfg.dropout`` unless ``dropout`` is false."""
         super().__init__()
         d = cfg.feat_dim
-        if cfg.head_hidden:
-            self.hidden: nn.Module | None = nn.Sequential(nn.Linear(d, cfg.head_hidden), nn.ReLU(), nn.Dropout(cfg.dropout))
-            d = cfg.head_hidden
+        hidden = cfg.head_hidden if hidden is None else hidden
+        if hidden:
+            layers: list[nn.Module] = [nn.Linear(d, hidden), nn.ReLU()]
+            if dropout:
+                layers.append(nn.Dropout(cfg.dropout))
+            self.hidden: nn.Module | None = nn.Sequential(*layers)
+            d = hidden
         else:
             self.hidden = None
         self.frame = nn.Linear(d, cfg.n_classes)
@@ -408,6 +420,16 @@ class SedModel(nn.Module):
         self.F = FeatureExtractor(self.cfg)
         self.f1 = Labeler(self.cfg)
         self.f2 = Labeler(self.cfg)
+        lh = self.cfg.labeler_hidden
+        if lh is not None and lh != self.cfg.head_hidden:
+            # F1 and F2 of their own width: drawn from a side stream after the usual ones, so F, Ft
+            # and D start from the same weights as without them; no dropout, so training consumes
+            # the same random numbers too (with --detach-labelers, F and Ft then follow the run
+            # without labelers exactly up to the switch)
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(torch.initial_seed() + 7919)
+                self.f1 = Labeler(self.cfg, hidden=lh, dropout=False)
+                self.f2 = Labeler(self.cfg, hidden=lh, dropout=False)
         self.ft = Labeler(self.cfg)
         self.D = DomainClassifier(self.cfg)
 

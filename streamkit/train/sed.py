@@ -973,7 +973,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     g.add_argument("--pool-freq", type=_ints, default=None, help="frequency pooling per block")
     g.add_argument("--rnn-hidden", type=int, default=None)
     g.add_argument("--rnn-layers", type=int, default=None)
-    g.add_argument("--head-hidden", type=int, default=None)
+    g.add_argument("--head-hidden", type=int, default=None, help="hidden layer of F1, F2 and Ft (default 0: linear heads)")
+    g.add_argument("--labeler-hidden", type=int, default=None, metavar="N",
+                   help="hidden layer of F1 and F2 only (no dropout; F, Ft and D keep their initial weights)")
     g.add_argument("--domain-hidden", type=int, default=None)
     g.add_argument("--dropout", type=float, default=None)
     g.add_argument("--grl-scale", type=float, default=None, help="alpha of paper eq. 5 (default 1)")
@@ -982,7 +984,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 def config_from_args(a: argparse.Namespace) -> SedConfig:
     kw = dict(PRESETS[a.preset])
-    for name in ("n_mels", "channels", "pool_time", "pool_freq", "rnn_hidden", "rnn_layers", "head_hidden", "domain_hidden", "dropout", "grl_scale"):
+    for name in ("n_mels", "channels", "pool_time", "pool_freq", "rnn_hidden", "rnn_layers", "head_hidden", "labeler_hidden", "domain_hidden", "dropout",
+                 "grl_scale"):
         v = getattr(a, name, None)
         if v is not None:
             kw[name] = v

@@ -541,3 +541,42 @@ def test_train_sed_post_writes_the_tuned_setting(corpus, tmp_path, capsys):
     bad.write_bytes(b"not a model")
     assert main(["train", "sed-post", "--model", str(bad), "--corpus", str(corpus), "--out", str(out), "--quiet"]) == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_labeler_hidden_layer_leaves_F_and_Ft_alone(corpus, tmp_path):
+    """--labeler-hidden: F1 and F2 get a hidden layer of their own; with detached labelers F, Ft and D
+    still start and train exactly as the adv-time run, and the width is part of the run."""
+    import dataclasses
+
+    from streamkit.models.sed_crnn import SedModel, load_model
+    from streamkit.train.sed import train
+
+    cfg = dataclasses.replace(_tiny(), labeler_hidden=12)
+    assert "labeler_hidden" not in _tiny().to_dict()  # old weight files and checkpoints keep their fingerprint
+    assert SedConfig.from_dict(cfg.to_dict()) == cfg
+    torch.manual_seed(3)
+    plain = SedModel(_tiny())
+    torch.manual_seed(3)
+    wide = SedModel(cfg)
+    assert wide.f1.hidden is not None and wide.f1.first_layer_weight().shape == (12, cfg.feat_dim)
+    assert not any(isinstance(m, torch.nn.Dropout) for m in wide.f1.modules())
+    ps, pw = plain.state_dict(), wide.state_dict()
+    assert all(torch.equal(ps[k], pw[k]) for k in ps if k.split(".")[0] in ("F", "ft", "D"))
+    assert not torch.equal(wide.f1.hidden[0].weight, wide.f2.hidden[0].weight)
+    tri = train(corpus, tmp_path / "t" / "m.pt", _opts(method="adv-time+tri", epochs=2, tri_epochs=1, detach_labelers=True, max_steps=8),
+                cfg=cfg, quiet=True)  # fmt: skip
+    adv = train(corpus, tmp_path / "a" / "m.pt", _opts(method="adv-time", epochs=3, max_steps=8), cfg=_tiny(), quiet=True)
+    mt = torch.load(tmp_path / "t" / "m.ckpt", weights_only=False)["model"]
+    ma = torch.load(tmp_path / "a" / "m.ckpt", weights_only=False)["model"]
+    shared = [k for k in ma if k.split(".")[0] in ("F", "ft", "D")]
+    assert shared and all(torch.equal(mt[k], ma[k]) for k in shared)
+    assert [h["val_event_f1"] for h in tri["state"]["history"]] == [h["val_event_f1"] for h in adv["state"]["history"]]
+    with pytest.raises(ValueError, match="another run"):  # a different width is another run
+        train(corpus, tmp_path / "t" / "m.pt", _opts(method="adv-time+tri", epochs=2, tri_epochs=1, detach_labelers=True),
+              cfg=dataclasses.replace(cfg, labeler_hidden=6), quiet=True, resume=True)  # fmt: skip
+    res = train(corpus, tmp_path / "t" / "m.pt", _opts(method="adv-time+tri", epochs=2, tri_epochs=1, detach_labelers=True), cfg=cfg,
+                quiet=True, resume=True)  # fmt: skip
+    assert res["finished"]
+    assert load_model(tmp_path / "t" / "m.pt")[0].cfg.labeler_hidden == 12
+    with pytest.raises(ValueError, match="labeler_hidden"):
+        dataclasses.replace(cfg, labeler_hidden=-1)
