@@ -167,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         "clip_rows": clip_rows,
         "validation_f1_per_head": heads_f1,
         "detach_labelers": bool(fp.get("detach_labelers", False)),
+        "labeler_hidden": cfg.labeler_hidden,  # F1/F2's own hidden layer (None: as Ft's)
         "machine": machine_info(),
         "command": "python benchmarks/sed_pseudo_labels.py --corpus CORPUS --ckpt sed.ckpt",
     }

@@ -121,19 +121,21 @@ def evaluate_model(method: str, path: Path, corpus: Any, *, median_s: float | No
                                              "synthetic_holdout", "pseudo_stats", "grl_schedule", "corpus_command", "runs", "tri_epochs",
                                              "pseudo_threshold", "pseudo_negative", "relabel_every", "oracle_labels", "detach_labelers",
                                              "pseudo_level")}  # fmt: skip
+    row["training"]["labeler_hidden"] = cfg.labeler_hidden  # F1/F2's own hidden layer (None: as Ft's)
     row["validation"] = {k: card.get("metrics", {}).get("validation", {}).get(k) for k in ("event_f1", "segment_f1", "psds1")}
     return row
 
 
-def _tri_recipe(row: dict[str, Any]) -> tuple[float, float, int, bool, bool, str]:
-    """(positive, negative) pseudo-label thresholds, relabelling interval, oracle labels, detached labelers and
-    pseudo-label level of a row's model.
+def _tri_recipe(row: dict[str, Any]) -> tuple[float, float, int, bool, bool, str, int | None]:
+    """(positive, negative) pseudo-label thresholds, relabelling interval, oracle labels, detached labelers,
+    pseudo-label level and the labelers' own hidden layer of a row's model.
 
     Cards from before the options: the paper's 0.5 rule, a single labelling (0), no oracle, labelers on F, frame level."""
     tr = row["training"]
     pos = 0.5 if tr.get("pseudo_threshold") is None else float(tr["pseudo_threshold"])
     neg = round(1.0 - pos if tr.get("pseudo_negative") is None else float(tr["pseudo_negative"]), 6)
-    return pos, neg, int(tr.get("relabel_every") or 0), bool(tr.get("oracle_labels")), bool(tr.get("detach_labelers")), tr.get("pseudo_level") or "frame"
+    return (pos, neg, int(tr.get("relabel_every") or 0), bool(tr.get("oracle_labels")), bool(tr.get("detach_labelers")),
+            tr.get("pseudo_level") or "frame", tr.get("labeler_hidden"))  # fmt: skip
 
 
 def _oracle(row: dict[str, Any]) -> bool:
