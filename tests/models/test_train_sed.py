@@ -580,3 +580,35 @@ def test_labeler_hidden_layer_leaves_F_and_Ft_alone(corpus, tmp_path):
     assert load_model(tmp_path / "t" / "m.pt")[0].cfg.labeler_hidden == 12
     with pytest.raises(ValueError, match="labeler_hidden"):
         dataclasses.replace(cfg, labeler_hidden=-1)
+
+
+def test_table1_seed_means_are_paired_by_seed():
+    """sed_table1's seed means: each recipe against the baselines of its own seeds; variants and oracle rows apart."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    bench_dir = Path(__file__).resolve().parents[2] / "benchmarks"
+    sys.path.insert(0, str(bench_dir))
+    spec = importlib.util.spec_from_file_location("sed_table1_paired", bench_dir / "sed_table1.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+
+    def row(method, seed, f1, steps=4500, **tr):
+        return {"method": method, "real": {"event_f1": f1}, "training": {"seed": seed, "steps": steps, **tr}}
+
+    tri = dict(detach_labelers=True, pseudo_level="clip", pseudo_negative=0.05, relabel_every=1)
+    rows = [row("baseline", 0, 40.0), row("baseline", 1, 50.0), row("baseline", 2, 44.0), row("baseline", 0, 60.0, oracle_labels=True),
+            row("adv-time", 0, 46.0), row("adv-time", 1, 51.0),
+            row("adv-time+tri", 0, 47.0, **tri), row("adv-time+tri", 1, 52.0, **tri), row("adv-time+tri", 2, 49.0, **tri),
+            row("adv-time+tri", 0, 30.0),  # the paper's rule: another recipe
+            row("tri", 3, 55.0, **tri),  # no baseline of seed 3: left out
+            row("adv-whole", 0, 41.0, steps=3000)]  # no baseline of 3000 steps: left out  # fmt: skip
+    out = mod.seed_means_paired(rows)
+    assert out["adv-time, 4500 steps"] == {"seeds": [0, 1], "event_f1": [46.0, 51.0], "mean": 48.5, "baseline_event_f1": [40.0, 50.0],
+                                           "baseline_mean": 45.0, "gain": 3.5}  # fmt: skip
+    (key,) = [k for k in out if k.startswith("adv-time+tri") and "'detach_labelers': True" in k]
+    assert out[key]["seeds"] == [0, 1, 2] and out[key]["mean"] == 49.33 and out[key]["baseline_mean"] == 44.67 and out[key]["gain"] == 4.67
+    (paper,) = [k for k in out if k.startswith("adv-time+tri") and "'detach_labelers': False" in k]
+    assert out[paper]["event_f1"] == [30.0] and out[paper]["gain"] == -10.0
+    assert not any(k.startswith(("tri ", "adv-whole", "baseline")) for k in out)
