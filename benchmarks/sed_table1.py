@@ -126,6 +126,10 @@ def evaluate_model(method: str, path: Path, corpus: Any, *, median_s: float | No
     return row
 
 
+#: the names of _tri_recipe's fields, in order
+TRI_RECIPE_FIELDS = ("P", "N", "relabel_every", "oracle", "detach_labelers", "pseudo_level", "labeler_hidden")
+
+
 def _tri_recipe(row: dict[str, Any]) -> tuple[float, float, int, bool, bool, str, int | None]:
     """(positive, negative) pseudo-label thresholds, relabelling interval, oracle labels, detached labelers,
     pseudo-label level and the labelers' own hidden layer of a row's model.
@@ -163,7 +167,7 @@ def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
             continue
         m = sum(r["real"]["event_f1"] for r in rs) / len(rs)
         mb = sum(base[sd]["real"]["event_f1"] for sd in seeds) / len(seeds)
-        name = meth if recipe is None else f"{meth} {dict(zip(('P', 'N', 'relabel_every', 'oracle', 'detach_labelers', 'pseudo_level', 'labeler_hidden'), recipe))}"
+        name = meth if recipe is None else f"{meth} {dict(zip(TRI_RECIPE_FIELDS, recipe))}"
         out[f"{name}, {steps} steps"] = {"seeds": seeds, "event_f1": [r["real"]["event_f1"] for r in rs], "mean": round(m, 2),
                                          "baseline_event_f1": [base[sd]["real"]["event_f1"] for sd in seeds], "baseline_mean": round(mb, 2),
                                          "gain": round(m - mb, 2)}  # fmt: skip
