@@ -76,7 +76,12 @@ probabilities, per-class median filter (``--median-s``, default 0.45 s = 7 frame
 0.5, events (:func:`streamkit.models.sed_post.frames_to_events`), event-based macro F1 (sed_eval,
 200 ms collars, offset collar max(200 ms, 20 %)). The best state by that F1 is kept (for the
 tri-training methods among the final-stage epochs only, so the kept Ft has learnt from the
-pseudo-labels; the labeler-stage scores are in the history). The weight file holds that state; the
+pseudo-labels; the labeler-stage scores are in the history). With ``--ema DECAY`` (not in the
+paper) an exponential moving average of all weights and BN statistics is kept beside them
+(Polyak averaging as in mean-teacher DCASE systems; warm-up ``min(DECAY, (1 + step) / (10 +
+step))``); both are scored each epoch, and the average alone is selected and shipped. Training
+is the same run with or without it (the same steps and random numbers; pseudo-labels come from the
+weights, not the average). The weight file holds that state; the
 model card (``<out>.json``) has the method, config, parameters, corpus command, steps, wall time,
 history, and validation / eval / synthetic hold-out event F1, segment F1 (1 s) and PSDS
 (scenario 1, sed_scores_eval). No absolute machine paths are written.
@@ -99,6 +104,7 @@ atomically every ``--ckpt-minutes`` and after every validation; ``--resume`` con
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
 import json
 import math
@@ -324,6 +330,7 @@ class TrainOptions:
     oracle_labels: bool = False  #: analysis: the generator's true labels of W and U (tri: as the pseudo-labels; else: from step 0)
     detach_labelers: bool = False  #: tri-training: F1/F2 (and eq. 8) train on F's output through a stop-gradient (not the paper)
     pseudo_level: str = "frame"  #: tri-training: "frame" (the paper: frame and clip pseudo-labels) or "clip" (clip-level ones only)
+    ema: float | None = None  #: select and ship an exponential moving average of the weights with this decay (None: the weights)
 
     def pseudo_rule(self) -> dict[str, float]:
         """The pseudo-label thresholds (validated): ``{"positive": .., "negative": ..}``."""
@@ -341,6 +348,8 @@ class TrainOptions:
             fp["oracle_labels"] = True  # from step 0 (tri-training: checked when the labels are made, so it can branch)
         if self.detach_labelers:
             fp["detach_labelers"] = True  # changes the labeler stage (absent when off: older checkpoints stay resumable)
+        if self.ema is not None:
+            fp["ema"] = float(self.ema)  # the averaged weights are part of the checkpoint (absent when off, as above)
         return {**fp, "tri_epochs": self.final_epochs()}
 
     def final_epochs(self) -> int:
@@ -348,6 +357,17 @@ class TrainOptions:
         if not parse_method(self.method)[1]:
             return 0
         return self.epochs if self.tri_epochs is None else int(self.tri_epochs)
+
+
+def _ema_update(avg: dict[str, torch.Tensor], live: dict[str, torch.Tensor], decay: float) -> None:
+    """``avg <- decay * avg + (1 - decay) * live`` for every floating entry (weights, BN statistics); others copied."""
+    with torch.no_grad():
+        for k, v in live.items():
+            a = avg[k]
+            if a.is_floating_point():
+                a.lerp_(v, 1.0 - decay)
+            else:
+                a.copy_(v)
 
 
 def _stream(seed: int, tag: int, n: int, start: int, count: int) -> np.ndarray:
@@ -573,6 +593,8 @@ def train(
         raise ValueError(f"--pseudo-level must be one of {', '.join(PSEUDO_LEVELS)}, got {opts.pseudo_level!r}")
     if not tri and (opts.detach_labelers or opts.pseudo_level != "frame"):
         raise ValueError(f"--detach-labelers and --pseudo-level need a tri-training method, not {opts.method!r}")
+    if opts.ema is not None and not 0.0 < opts.ema < 1.0:
+        raise ValueError(f"--ema must be in (0, 1), got {opts.ema}")
     relabel = bool(opts.relabel_every)
     source = "oracle" if opts.oracle_labels else "labelers"
     out = Path(out)
@@ -628,6 +650,12 @@ def train(
     elif resume and not quiet:
         print(f"no checkpoint at {ckpt_p}; starting from scratch", file=sys.stderr, flush=True)
     st["runs"] += 1
+    ema_model = None
+    if opts.ema is not None:
+        if st.get("ema") is None:
+            st["ema"] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        ema_model = copy.deepcopy(model)  # (a new SedModel would draw its initial weights from the training RNG)
+        ema_model.load_state_dict(st["ema"])
 
     def stage_at(step: int) -> str:
         return method_stages[0] if switch_step is None or step < switch_step else method_stages[1]
@@ -658,24 +686,33 @@ def train(
         _save_atomic(ckpt_p, {"format": CKPT_FORMAT, "fingerprint": fp, "model": model.state_dict(), "optim": optim.state_dict(),
                               "torch_rng": torch.get_rng_state(), "state": st})  # fmt: skip
 
+    def val_scores(m: SedModel) -> dict[str, Any]:
+        probs = predict_frames(m, data.V)
+        return score_probs(probs, data.v_files, data.v_ref, cfg, median_s=opts.median_s, threshold=opts.threshold, clip_s=corpus.clip_s)
+
     def validate(epoch: int) -> None:
         t0 = time.monotonic()
-        probs = predict_frames(model, data.V)
-        sc = score_probs(probs, data.v_files, data.v_ref, cfg, median_s=opts.median_s, threshold=opts.threshold, clip_s=corpus.clip_s)
+        sc = val_scores(model)
         stage = stage_at(st["step"] - 1)
         eligible = not tri or stage == "final"
         rec = {"epoch": epoch, "step": st["step"], "stage": stage, "val_event_f1": sc["event_f1"], "val_segment_f1": sc["segment_f1"],
-               "loss": round(float(loss_avg), 4) if loss_avg is not None else None, "elapsed_s": round(elapsed(), 1),
-               "val_s": round(time.monotonic() - t0, 1)}  # fmt: skip
+               "loss": round(float(loss_avg), 4) if loss_avg is not None else None, "elapsed_s": round(elapsed(), 1)}  # fmt: skip
+        chosen, chosen_state, ema_msg = sc, model.state_dict(), ""
+        if ema_model is not None:  # the average is scored beside the weights; it alone is selected
+            ema_model.load_state_dict(st["ema"])
+            chosen, chosen_state = val_scores(ema_model), st["ema"]
+            rec["ema_val_event_f1"], rec["ema_val_segment_f1"] = chosen["event_f1"], chosen["segment_f1"]
+            ema_msg = f"; EMA {chosen['event_f1']:.2f} %, {chosen['segment_f1']:.2f} %"
+        rec["val_s"] = round(time.monotonic() - t0, 1)
         st["history"].append(rec)
-        if eligible and sc["event_f1"] > st["best_f1"]:
-            st["best_f1"] = sc["event_f1"]
+        if eligible and chosen["event_f1"] > st["best_f1"]:
+            st["best_f1"] = chosen["event_f1"]
             st["best_step"] = st["step"]
             st["best_epoch"] = epoch
-            st["best_state"] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            st["best_state"] = {k: v.detach().clone() for k, v in chosen_state.items()}
         st["validated_epochs"] = epoch
         log(f"epoch {epoch} ({stage}) step {st['step']}: loss {rec['loss']}, val event F1 {sc['event_f1']:.2f} %, segment F1 "
-            f"{sc['segment_f1']:.2f} % (best {st['best_f1']:.2f} @ epoch {st['best_epoch']}), {elapsed() / 60:.1f} min")  # fmt: skip
+            f"{sc['segment_f1']:.2f} %{ema_msg} (best {st['best_f1']:.2f} @ epoch {st['best_epoch']}), {elapsed() / 60:.1f} min")  # fmt: skip
 
     model.train()
     loss_avg: float | None = None
@@ -775,6 +812,8 @@ def train(
             parts["loss"].backward()
             optim.step()
             st["step"] += 1
+            if opts.ema is not None:
+                _ema_update(st["ema"], model.state_dict(), min(opts.ema, (1.0 + st["step"]) / (10.0 + st["step"])))
             st["loss_sum"] = st.get("loss_sum", 0.0) + float(parts["loss"].detach())
             st["loss_n"] = st.get("loss_n", 0) + 1
             loss_avg = st["loss_sum"] / st["loss_n"]
@@ -802,7 +841,7 @@ def train(
     if not stopped and (not st["history"] or st["history"][-1]["step"] != st["step"]):
         validate(st["validated_epochs"] + 1 if st["step"] % steps_per_epoch else st["step"] // steps_per_epoch)
     save_ckpt()
-    summary = {k: v for k, v in st.items() if k not in ("best_state", "pseudo")}
+    summary = {k: v for k, v in st.items() if k not in ("best_state", "pseudo", "ema")}
     if stopped:
         log(f"stopped at step {st['step']} (--max-steps); continue with --resume")
         return {"state": summary, "card": None, "finished": False}
@@ -878,7 +917,10 @@ def finalize(ckpt: Path, out: Path, corpus: SedCorpus, *, opts: TrainOptions, qu
             "detach_labelers": bool(opts.detach_labelers) if tri else None,
             "pseudo_level": opts.pseudo_level if tri else None,
             "pseudo_history": st.get("pseudo_history"),
-            "selection": "best validation event-based macro F1 at epoch ends" + (" of the final (pseudo-label) stage" if tri else ""),
+            "ema": opts.ema,
+            "selection": ("best validation event-based macro F1 at epoch ends" + (" of the final (pseudo-label) stage" if tri else "")
+                          + (f" of the weights' moving average (decay {opts.ema:g}, warm-up min(decay, (1 + step) / (10 + step)))"
+                             if opts.ema is not None else "")),  # fmt: skip
             "best_epoch": st.get("best_epoch"),
             "best_val_event_f1": st.get("best_f1"),
             "wall_time_s": round(st["elapsed_s"], 1),
@@ -954,6 +996,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--detach-labelers", action="store_true",
                         help="tri-training (not in the paper): F1 and F2 learn on F's output through a stop-gradient, so their "
                         "losses and eq. 8 do not shape F, which learns from Ft (and D) only")
+    parser.add_argument("--ema", type=float, default=None, metavar="DECAY",
+                        help="keep an exponential moving average of the weights (Polyak; e.g. 0.999) and select and ship it instead "
+                        "of the weights; training itself is unchanged (same steps, same random numbers; pseudo-labels come from "
+                        "the weights). Validation logs both")
     parser.add_argument("--pseudo-level", choices=PSEUDO_LEVELS, default=d.pseudo_level,
                         help="tri-training: 'frame' (default, the paper's rule on frames and clips) or 'clip' (not in the paper: "
                         "only clip-level pseudo-labels of U, W keeps its tags; no frame pseudo-labels). Like the thresholds, "
@@ -1001,7 +1047,7 @@ def run_from_args(a: argparse.Namespace) -> int:
                             threshold=a.threshold, ckpt_minutes=a.ckpt_minutes, max_steps=a.max_steps, psds=not a.no_psds,
                             pseudo_threshold=a.pseudo_threshold, pseudo_negative=a.pseudo_negative,
                             relabel_every=a.relabel_every, oracle_labels=a.oracle_labels, detach_labelers=a.detach_labelers,
-                            pseudo_level=a.pseudo_level)  # fmt: skip
+                            pseudo_level=a.pseudo_level, ema=a.ema)  # fmt: skip
         res = train(a.corpus, a.out, opts, cfg=cfg, resume=a.resume, ckpt=a.ckpt, cache=a.cache, quiet=a.quiet)
     except (CorpusError, ValueError, OSError) as e:
         print(f"error: {e}".replace("\n", " "), file=sys.stderr)

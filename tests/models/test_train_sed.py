@@ -612,3 +612,52 @@ def test_table1_seed_means_are_paired_by_seed():
     (paper,) = [k for k in out if k.startswith("adv-time+tri") and "'detach_labelers': False" in k]
     assert out[paper]["event_f1"] == [30.0] and out[paper]["gain"] == -10.0
     assert not any(k.startswith(("tri ", "adv-whole", "baseline")) for k in out)
+
+
+def test_ema_update_hand_case():
+    from streamkit.train.sed import _ema_update
+
+    avg = {"w": torch.tensor([0.0, 4.0]), "n": torch.tensor(1)}
+    _ema_update(avg, {"w": torch.tensor([1.0, 0.0]), "n": torch.tensor(5)}, 0.75)
+    assert torch.allclose(avg["w"], torch.tensor([0.25, 3.0])) and int(avg["n"]) == 5
+
+
+def test_ema_selects_the_average_and_leaves_training_alone(corpus, tmp_path):
+    """--ema: the same run (weights, scores of the weights), plus the average, which is scored, selected and shipped."""
+    import shutil
+
+    from streamkit.models.sed_crnn import load_model
+    from streamkit.train.sed import train
+
+    kw = dict(method="adv-time+tri", epochs=2, tri_epochs=1, detach_labelers=True, pseudo_level="clip")
+    plain = train(corpus, tmp_path / "p" / "m.pt", _opts(**kw), cfg=_tiny(), quiet=True)
+    ema = train(corpus, tmp_path / "e" / "m.pt", _opts(**kw, ema=0.9), cfg=_tiny(), quiet=True)
+    cp = torch.load(tmp_path / "p" / "m.ckpt", weights_only=False)
+    ce = torch.load(tmp_path / "e" / "m.ckpt", weights_only=False)
+    assert all(torch.equal(cp["model"][k], ce["model"][k]) for k in cp["model"])
+    hp, he = plain["state"]["history"], ema["state"]["history"]
+    assert [(h["step"], h["val_event_f1"], h["loss"]) for h in hp] == [(h["step"], h["val_event_f1"], h["loss"]) for h in he]
+    assert all("ema_val_event_f1" in h for h in he) and not any("ema_val_event_f1" in h for h in hp)
+    card = json.loads((tmp_path / "e" / "m.json").read_text())["training"]
+    assert card["ema"] == 0.9 and "moving average" in card["selection"]
+    best = [h for h in he if h["epoch"] == card["best_epoch"]][0]
+    assert best["stage"] == "final" and card["best_val_event_f1"] == best["ema_val_event_f1"]
+    shipped, _ = load_model(tmp_path / "e" / "m.pt")
+    assert all(torch.equal(v, ce["state"]["best_state"][k]) for k, v in shipped.state_dict().items())
+    assert any(not torch.equal(ce["state"]["ema"][k], ce["model"][k]) for k in ce["model"] if k.startswith("ft."))
+    # one step by hand, across a resume: avg2 = d * avg1 + (1 - d) * w2 with the warm-up d = min(0.9, 3 / 12)
+    train(corpus, tmp_path / "r" / "m.pt", _opts(**kw, ema=0.9, max_steps=1), cfg=_tiny(), quiet=True)
+    c1 = torch.load(tmp_path / "r" / "m.ckpt", weights_only=False)
+    shutil.copy(tmp_path / "r" / "m.ckpt", tmp_path / "r" / "m1.ckpt")
+    train(corpus, tmp_path / "r" / "m.pt", _opts(**kw, ema=0.9, max_steps=2), cfg=_tiny(), quiet=True, resume=True)
+    c2 = torch.load(tmp_path / "r" / "m.ckpt", weights_only=False)
+    assert c2["state"]["step"] == 2
+    for k, w2 in c2["model"].items():
+        if w2.is_floating_point():
+            assert torch.allclose(c2["state"]["ema"][k], 0.25 * c1["state"]["ema"][k] + 0.75 * w2, atol=1e-6), k
+    # part of the run; bad decays are refused
+    with pytest.raises(ValueError, match="another run"):
+        train(corpus, tmp_path / "r" / "m.pt", _opts(**kw), cfg=_tiny(), quiet=True, resume=True)
+    for bad in (0.0, 1.0, -0.5):
+        with pytest.raises(ValueError, match="--ema must be in"):
+            train(corpus, tmp_path / "x.pt", _opts(**kw, ema=bad), cfg=_tiny(), quiet=True)
