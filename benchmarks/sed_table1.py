@@ -120,7 +120,7 @@ def evaluate_model(method: str, path: Path, corpus: Any, *, median_s: float | No
     row["training"] = {k: tr.get(k) for k in ("epochs", "steps", "batch_per_subset", "seed", "wall_time_s", "best_epoch", "best_val_event_f1",
                                              "synthetic_holdout", "pseudo_stats", "grl_schedule", "corpus_command", "runs", "tri_epochs",
                                              "pseudo_threshold", "pseudo_negative", "relabel_every", "oracle_labels", "detach_labelers",
-                                             "pseudo_level")}  # fmt: skip
+                                             "pseudo_level", "ema")}  # fmt: skip
     row["training"]["labeler_hidden"] = cfg.labeler_hidden  # F1/F2's own hidden layer (None: as Ft's)
     row["validation"] = {k: card.get("metrics", {}).get("validation", {}).get(k) for k in ("event_f1", "segment_f1", "psds1")}
     return row
@@ -142,33 +142,40 @@ def _tri_recipe(row: dict[str, Any]) -> tuple[float, float, int, bool, bool, str
             tr.get("pseudo_level") or "frame", tr.get("labeler_hidden"))  # fmt: skip
 
 
+def _ema(row: dict[str, Any]) -> float | None:
+    """The decay of the weights' moving average the row's model was selected from (``--ema``; None: the weights)."""
+    return row["training"].get("ema")
+
+
 def _oracle(row: dict[str, Any]) -> bool:
     """Trained with ``--oracle-labels`` (the generator's truth of the real clips: an analysis ceiling, not a method)."""
     return bool(row["training"].get("oracle_labels"))
 
 
 def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per recipe (method, its tri-training options, steps; no oracle rows): the mean real event F1 over its seeds
-    against the mean of the baselines of the same seeds and steps, so a recipe run on fewer seeds meets the same
-    seeds' baselines (the baselines' spread across seeds is as large as the methods' gains)."""
+    """Per recipe (method, its tri-training options, weight averaging, steps; no oracle rows): the mean real event F1
+    over its seeds against the mean of the baselines of the same seeds, steps and weight averaging (``--ema``), so a
+    recipe run on fewer seeds meets the same seeds' baselines (the baselines' spread across seeds is as large as the
+    methods' gains)."""
     out: dict[str, Any] = {}
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in rows:
         if _oracle(r) or r["method"] == "baseline":
             continue
-        key = (r["method"], _tri_recipe(r) if "tri" in r["method"] else None, r["training"].get("steps"))
+        key = (r["method"], _tri_recipe(r) if "tri" in r["method"] else None, _ema(r), r["training"].get("steps"))
         groups.setdefault(key, []).append(r)
-    for (meth, recipe, steps), rs in groups.items():
+    for (meth, recipe, ema, steps), rs in groups.items():
         seeds = [r["training"].get("seed") for r in rs]
         if None in seeds or len(set(seeds)) != len(seeds):
             continue  # cards without a seed, or the same seed twice: not a seed mean
-        base = {r["training"].get("seed"): r for r in rows if r["method"] == "baseline" and not _oracle(r) and r["training"].get("steps") == steps}
+        base = {r["training"].get("seed"): r for r in rows
+                if r["method"] == "baseline" and not _oracle(r) and r["training"].get("steps") == steps and _ema(r) == ema}  # fmt: skip
         if not all(sd in base for sd in seeds):
             continue
         m = sum(r["real"]["event_f1"] for r in rs) / len(rs)
         mb = sum(base[sd]["real"]["event_f1"] for sd in seeds) / len(seeds)
         name = meth if recipe is None else f"{meth} {dict(zip(TRI_RECIPE_FIELDS, recipe))}"
-        out[f"{name}, {steps} steps"] = {"seeds": seeds, "event_f1": [r["real"]["event_f1"] for r in rs], "mean": round(m, 2),
+        out[f"{name}{'' if ema is None else f', EMA {ema:g}'}, {steps} steps"] = {"seeds": seeds, "event_f1": [r["real"]["event_f1"] for r in rs], "mean": round(m, 2),
                                          "baseline_event_f1": [base[sd]["real"]["event_f1"] for sd in seeds], "baseline_mean": round(mb, 2),
                                          "gain": round(m - mb, 2)}  # fmt: skip
     return out
@@ -248,7 +255,9 @@ def main(argv: list[str] | None = None) -> int:
             # baseline of the same --epochs. A baseline extra row with the same number of steps is the equal-compute peer.
             steps = by["adv-time+tri"]["training"].get("steps")
             # (the main baseline row is its own peer when it ran as many steps, e.g. a 15-epoch baseline beside 10 + 5 epochs)
-            peers = [r for r in [b, *extra] if r["method"] == "baseline" and steps is not None and r["training"].get("steps") == steps and not _oracle(r)]
+            ema = _ema(by["adv-time+tri"])  # (a baseline selected from a weight average is the peer of such a row only)
+            peers = [r for r in [b, *extra] if r["method"] == "baseline" and steps is not None and r["training"].get("steps") == steps
+                     and not _oracle(r) and _ema(r) == ema]  # fmt: skip
             if peers:
                 g = round(by["adv-time+tri"]["real"]["event_f1"] - peers[0]["real"]["event_f1"], 2)
                 summary["target_equal_steps"] = {"what": f"Adv.time+Tri against a baseline trained for the same {steps} steps ({peers[0]['name']})",
@@ -257,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
                 # (only rows of the same recipe: a row with other pseudo-label thresholds or relabelling is a variant, not another seed)
                 rule = _tri_recipe(by["adv-time+tri"])
                 tri = [by["adv-time+tri"]] + [r for r in extra if r["method"] == "adv-time+tri" and r["training"].get("steps") == steps
-                                              and _tri_recipe(r) == rule]  # fmt: skip
+                                              and _tri_recipe(r) == rule and _ema(r) == ema]  # fmt: skip
                 if len(tri) > 1 or len(peers) > 1:
                     mt = sum(r["real"]["event_f1"] for r in tri) / len(tri)
                     mb = sum(r["real"]["event_f1"] for r in peers) / len(peers)

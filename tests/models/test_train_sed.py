@@ -603,15 +603,21 @@ def test_table1_seed_means_are_paired_by_seed():
             row("adv-time+tri", 0, 47.0, **tri), row("adv-time+tri", 1, 52.0, **tri), row("adv-time+tri", 2, 49.0, **tri),
             row("adv-time+tri", 0, 30.0),  # the paper's rule: another recipe
             row("tri", 3, 55.0, **tri),  # no baseline of seed 3: left out
-            row("adv-whole", 0, 41.0, steps=3000)]  # no baseline of 3000 steps: left out  # fmt: skip
+            row("adv-whole", 0, 41.0, steps=3000),  # no baseline of 3000 steps: left out
+            row("baseline", 0, 43.0, ema=0.999), row("baseline", 1, 49.0, ema=0.999),  # weight averages: their own recipes
+            row("adv-time+tri", 0, 50.0, ema=0.999, **tri), row("adv-time+tri", 1, 53.0, ema=0.999, **tri),
+            row("adv-time", 2, 50.0, ema=0.999)]  # no EMA baseline of seed 2: left out  # fmt: skip
     out = mod.seed_means_paired(rows)
     assert out["adv-time, 4500 steps"] == {"seeds": [0, 1], "event_f1": [46.0, 51.0], "mean": 48.5, "baseline_event_f1": [40.0, 50.0],
                                            "baseline_mean": 45.0, "gain": 3.5}  # fmt: skip
-    (key,) = [k for k in out if k.startswith("adv-time+tri") and "'detach_labelers': True" in k]
+    (key,) = [k for k in out if k.startswith("adv-time+tri") and "'detach_labelers': True" in k and "EMA" not in k]
     assert out[key]["seeds"] == [0, 1, 2] and out[key]["mean"] == 49.33 and out[key]["baseline_mean"] == 44.67 and out[key]["gain"] == 4.67
     (paper,) = [k for k in out if k.startswith("adv-time+tri") and "'detach_labelers': False" in k]
     assert out[paper]["event_f1"] == [30.0] and out[paper]["gain"] == -10.0
     assert not any(k.startswith(("tri ", "adv-whole", "baseline")) for k in out)
+    (avg,) = [k for k in out if "EMA 0.999" in k]
+    assert avg.startswith("adv-time+tri") and avg.endswith(", EMA 0.999, 4500 steps")
+    assert out[avg]["baseline_event_f1"] == [43.0, 49.0] and out[avg]["mean"] == 51.5 and out[avg]["gain"] == 5.5
 
 
 def test_ema_update_hand_case():
