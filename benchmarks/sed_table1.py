@@ -181,6 +181,25 @@ def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def oracle_ceiling(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ceiling: each recipe (method, steps, weight averaging) given the real clips' true labels, against the
+    baselines of as many steps and the same weight averaging (seed means)."""
+    out: dict[str, Any] = {}
+    oracle = [r for r in rows if _oracle(r)]
+    for recipe in sorted({(r["method"], r["training"].get("steps"), _ema(r)) for r in oracle}, key=str):
+        meth, steps, ema = recipe
+        orc = [r for r in oracle if (r["method"], r["training"].get("steps"), _ema(r)) == recipe]
+        base = [r for r in rows if r["method"] == "baseline" and not _oracle(r) and r["training"].get("steps") == steps and _ema(r) == ema]
+        mo = sum(r["real"]["event_f1"] for r in orc) / len(orc)
+        ent: dict[str, Any] = {"oracle_event_f1": [r["real"]["event_f1"] for r in orc], "oracle_mean": round(mo, 2),
+                               "oracle_segment_f1": [r["real"].get("segment_f1") for r in orc]}  # fmt: skip
+        if base:
+            mb = sum(r["real"]["event_f1"] for r in base) / len(base)
+            ent.update({"baseline_event_f1": [r["real"]["event_f1"] for r in base], "baseline_mean": round(mb, 2), "gain": round(mo - mb, 2)})
+        out[f"{meth} with oracle labels{'' if ema is None else f', EMA {ema:g}'}, {steps} steps"] = ent
+    return out
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     head = f"{'method':<36} {'real ev':>7} {'real seg':>8} {'PSDS1':>6} | {'syn ev':>7} {'syn seg':>7} {'PSDS1':>6} | {'gap ev':>7} | {'paper ev':>8} {'paper seg':>9}"
     lines = [head, "-" * len(head)]
@@ -278,21 +297,9 @@ def main(argv: list[str] | None = None) -> int:
     paired = seed_means_paired(rows + extra)
     if paired:
         summary["seed_means_paired"] = paired
-    oracle = [r for r in rows + extra if _oracle(r)]
-    if oracle:
-        # the ceiling: the same recipe given the real clips' true labels, against the baselines of as many steps (seed means)
-        summary["oracle_ceiling"] = {}
-        for recipe in sorted({(r["method"], r["training"].get("steps")) for r in oracle}, key=str):
-            meth, steps = recipe
-            orc = [r for r in oracle if (r["method"], r["training"].get("steps")) == recipe]
-            base = [r for r in rows + extra if r["method"] == "baseline" and not _oracle(r) and r["training"].get("steps") == steps]
-            mo = sum(r["real"]["event_f1"] for r in orc) / len(orc)
-            ent: dict[str, Any] = {"oracle_event_f1": [r["real"]["event_f1"] for r in orc], "oracle_mean": round(mo, 2),
-                                   "oracle_segment_f1": [r["real"]["segment_f1"] for r in orc]}  # fmt: skip
-            if base:
-                mb = sum(r["real"]["event_f1"] for r in base) / len(base)
-                ent.update({"baseline_event_f1": [r["real"]["event_f1"] for r in base], "baseline_mean": round(mb, 2), "gain": round(mo - mb, 2)})
-            summary["oracle_ceiling"][f"{meth} with oracle labels, {steps} steps"] = ent
+    ceiling = oracle_ceiling(rows + extra)
+    if ceiling:
+        summary["oracle_ceiling"] = ceiling
     for k, v in summary.items():
         print(f"{k}: {json.dumps(v)}")
     result = {

@@ -618,6 +618,9 @@ def test_table1_seed_means_are_paired_by_seed():
     (avg,) = [k for k in out if "EMA 0.999" in k]
     assert avg.startswith("adv-time+tri") and avg.endswith(", EMA 0.999, 4500 steps")
     assert out[avg]["baseline_event_f1"] == [43.0, 49.0] and out[avg]["mean"] == 51.5 and out[avg]["gain"] == 5.5
+    ceil = mod.oracle_ceiling(rows)
+    assert list(ceil) == ["baseline with oracle labels, 4500 steps"]
+    assert ceil["baseline with oracle labels, 4500 steps"]["baseline_event_f1"] == [40.0, 50.0, 44.0]  # not the EMA baselines
 
 
 def test_ema_update_hand_case():
