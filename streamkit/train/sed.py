@@ -650,12 +650,12 @@ def train(
     elif resume and not quiet:
         print(f"no checkpoint at {ckpt_p}; starting from scratch", file=sys.stderr, flush=True)
     st["runs"] += 1
-    ema_model = None
+    ema_model, live = None, model.state_dict()  # (state_dict entries share the parameters' storage: updated in place)
     if opts.ema is not None:
-        if st.get("ema") is None:
-            st["ema"] = {k: v.detach().clone() for k, v in model.state_dict().items()}
         ema_model = copy.deepcopy(model)  # (a new SedModel would draw its initial weights from the training RNG)
-        ema_model.load_state_dict(st["ema"])
+        if st.get("ema") is not None:
+            ema_model.load_state_dict(st["ema"])
+        st["ema"] = ema_model.state_dict()  # the average lives in ema_model; the checkpoint saves these tensors
 
     def stage_at(step: int) -> str:
         return method_stages[0] if switch_step is None or step < switch_step else method_stages[1]
@@ -699,7 +699,6 @@ def train(
                "loss": round(float(loss_avg), 4) if loss_avg is not None else None, "elapsed_s": round(elapsed(), 1)}  # fmt: skip
         chosen, chosen_state, ema_msg = sc, model.state_dict(), ""
         if ema_model is not None:  # the average is scored beside the weights; it alone is selected
-            ema_model.load_state_dict(st["ema"])
             chosen, chosen_state = val_scores(ema_model), st["ema"]
             rec["ema_val_event_f1"], rec["ema_val_segment_f1"] = chosen["event_f1"], chosen["segment_f1"]
             ema_msg = f"; EMA {chosen['event_f1']:.2f} %, {chosen['segment_f1']:.2f} %"
@@ -813,7 +812,7 @@ def train(
             optim.step()
             st["step"] += 1
             if opts.ema is not None:
-                _ema_update(st["ema"], model.state_dict(), min(opts.ema, (1.0 + st["step"]) / (10.0 + st["step"])))
+                _ema_update(st["ema"], live, min(opts.ema, (1.0 + st["step"]) / (10.0 + st["step"])))
             st["loss_sum"] = st.get("loss_sum", 0.0) + float(parts["loss"].detach())
             st["loss_n"] = st.get("loss_n", 0) + 1
             loss_avg = st["loss_sum"] / st["loss_n"]
