@@ -120,26 +120,29 @@ def evaluate_model(method: str, path: Path, corpus: Any, *, median_s: float | No
     row["training"] = {k: tr.get(k) for k in ("epochs", "steps", "batch_per_subset", "seed", "wall_time_s", "best_epoch", "best_val_event_f1",
                                              "synthetic_holdout", "pseudo_stats", "grl_schedule", "corpus_command", "runs", "tri_epochs",
                                              "pseudo_threshold", "pseudo_negative", "relabel_every", "oracle_labels", "detach_labelers",
-                                             "pseudo_level", "ema")}  # fmt: skip
+                                             "pseudo_level", "ema", "ema_decay", "pseudo_from")}  # fmt: skip
     row["training"]["labeler_hidden"] = cfg.labeler_hidden  # F1/F2's own hidden layer (None: as Ft's)
     row["validation"] = {k: card.get("metrics", {}).get("validation", {}).get(k) for k in ("event_f1", "segment_f1", "psds1")}
     return row
 
 
 #: the names of _tri_recipe's fields, in order
-TRI_RECIPE_FIELDS = ("P", "N", "relabel_every", "oracle", "detach_labelers", "pseudo_level", "labeler_hidden")
+TRI_RECIPE_FIELDS = ("P", "N", "relabel_every", "oracle", "detach_labelers", "pseudo_level", "labeler_hidden", "pseudo_from")
 
 
-def _tri_recipe(row: dict[str, Any]) -> tuple[float, float, int, bool, bool, str, int | None]:
+def _tri_recipe(row: dict[str, Any]) -> tuple[float, float, int, bool, bool, str, int | None, str]:
     """(positive, negative) pseudo-label thresholds, relabelling interval, oracle labels, detached labelers,
-    pseudo-label level and the labelers' own hidden layer of a row's model.
+    pseudo-label level, the labelers' own hidden layer and the pseudo-labels' source of a row's model ("weights", or
+    "ema DECAY": the labelers of the weights' moving average).
 
-    Cards from before the options: the paper's 0.5 rule, a single labelling (0), no oracle, labelers on F, frame level."""
+    Cards from before the options: the paper's 0.5 rule, a single labelling (0), no oracle, labelers on F, frame level,
+    the weights' labelers."""
     tr = row["training"]
     pos = 0.5 if tr.get("pseudo_threshold") is None else float(tr["pseudo_threshold"])
     neg = round(1.0 - pos if tr.get("pseudo_negative") is None else float(tr["pseudo_negative"]), 6)
     return (pos, neg, int(tr.get("relabel_every") or 0), bool(tr.get("oracle_labels")), bool(tr.get("detach_labelers")),
-            tr.get("pseudo_level") or "frame", tr.get("labeler_hidden"))  # fmt: skip
+            tr.get("pseudo_level") or "frame", tr.get("labeler_hidden"),
+            f"ema {tr['ema_decay']:g}" if tr.get("pseudo_from") == "ema" else "weights")  # fmt: skip
 
 
 def _ema(row: dict[str, Any]) -> float | None:

@@ -139,6 +139,8 @@ __all__ = [
 
 CKPT_FORMAT = "streamkit-sed-train/1"
 PSEUDO_LEVELS = ("frame", "clip")
+#: tri-training: whose labelers F1/F2 make the pseudo-labels (``--pseudo-from``)
+PSEUDO_FROM = ("weights", "ema")
 CACHE_FORMAT = "streamkit-sed-features/1"
 SUBSETS = ("synthetic", "weak", "unlabelled", "validation", "eval")
 
@@ -331,6 +333,7 @@ class TrainOptions:
     detach_labelers: bool = False  #: tri-training: F1/F2 (and eq. 8) train on F's output through a stop-gradient (not the paper)
     pseudo_level: str = "frame"  #: tri-training: "frame" (the paper: frame and clip pseudo-labels) or "clip" (clip-level ones only)
     ema: float | None = None  #: select and ship an exponential moving average of the weights with this decay (None: the weights)
+    pseudo_from: str = "weights"  #: tri-training: F1/F2 of the "weights" (the paper) or of their moving average "ema" (needs ema)
 
     def pseudo_rule(self) -> dict[str, float]:
         """The pseudo-label thresholds (validated): ``{"positive": .., "negative": ..}``."""
@@ -595,8 +598,12 @@ def train(
         raise ValueError(f"--detach-labelers and --pseudo-level need a tri-training method, not {opts.method!r}")
     if opts.ema is not None and not 0.0 < opts.ema < 1.0:
         raise ValueError(f"--ema must be in (0, 1), got {opts.ema}")
+    if opts.pseudo_from not in PSEUDO_FROM:
+        raise ValueError(f"--pseudo-from must be one of {', '.join(PSEUDO_FROM)}, got {opts.pseudo_from!r}")
+    if opts.pseudo_from == "ema" and (not tri or opts.ema is None or opts.oracle_labels):
+        raise ValueError("--pseudo-from ema needs a tri-training method and --ema DECAY (and no --oracle-labels)")
     relabel = bool(opts.relabel_every)
-    source = "oracle" if opts.oracle_labels else "labelers"
+    source = "oracle" if opts.oracle_labels else ("averaged labelers" if opts.pseudo_from == "ema" else "labelers")
     out = Path(out)
     ckpt_p = Path(ckpt) if ckpt is not None else out.with_name(out.stem + ".ckpt")
     torch.set_num_threads(int(opts.threads))
@@ -709,6 +716,10 @@ def train(
             st["best_step"] = st["step"]
             st["best_epoch"] = epoch
             st["best_state"] = {k: v.detach().clone() for k, v in chosen_state.items()}
+        wb = st.get("weights_best")
+        if ema_model is not None and eligible and (wb is None or sc["event_f1"] > wb["f1"]):  # the weights' own best, shipped beside
+            st["weights_best"] = {"f1": sc["event_f1"], "step": st["step"], "epoch": epoch,
+                                  "state": {k: v.detach().clone() for k, v in model.state_dict().items()}}  # fmt: skip
         st["validated_epochs"] = epoch
         log(f"epoch {epoch} ({stage}) step {st['step']}: loss {rec['loss']}, val event F1 {sc['event_f1']:.2f} %, segment F1 "
             f"{sc['segment_f1']:.2f} %{ema_msg} (best {st['best_f1']:.2f} @ epoch {st['best_epoch']}), {elapsed() / 60:.1f} min")  # fmt: skip
@@ -734,8 +745,9 @@ def train(
                     wf, _wc = _oracle_label_all(corpus, "weak", cfg, data.t_out)
                     uf, uc = _oracle_label_all(corpus, "unlabelled", cfg, data.t_out) if data.U is not None else (None, None)
                 else:
-                    wf, _wc = _pseudo_label_all(model, data.W, data.w_clip, rule=rule)
-                    uf, uc = _pseudo_label_all(model, data.U, None, rule=rule) if data.U is not None else (None, None)
+                    teacher = ema_model if opts.pseudo_from == "ema" else model  # (mean-teacher style: the average's F1/F2)
+                    wf, _wc = _pseudo_label_all(teacher, data.W, data.w_clip, rule=rule)
+                    uf, uc = _pseudo_label_all(teacher, data.U, None, rule=rule) if data.U is not None else (None, None)
                 if opts.pseudo_level == "clip":  # W keeps only its tags, U only its clip pseudo-labels: no frame targets
                     wf = np.full_like(wf, -1)
                     uf = None if uf is None else np.full_like(uf, -1)
@@ -840,7 +852,7 @@ def train(
     if not stopped and (not st["history"] or st["history"][-1]["step"] != st["step"]):
         validate(st["validated_epochs"] + 1 if st["step"] % steps_per_epoch else st["step"] // steps_per_epoch)
     save_ckpt()
-    summary = {k: v for k, v in st.items() if k not in ("best_state", "pseudo", "ema")}
+    summary = {k: v for k, v in st.items() if k not in ("best_state", "pseudo", "ema", "weights_best")}
     if stopped:
         log(f"stopped at step {st['step']} (--max-steps); continue with --resume")
         return {"state": summary, "card": None, "finished": False}
@@ -848,15 +860,37 @@ def train(
     return {"state": summary, "card": card, "finished": True}
 
 
-def finalize(ckpt: Path, out: Path, corpus: SedCorpus, *, opts: TrainOptions, quiet: bool = False, load_s: float = 0.0) -> dict[str, Any]:
-    """Write the best state of a checkpoint as the weight file and the model card; returns the card."""
-    import platform
+def weights_path(out: str | Path) -> Path:
+    """Where a ``--ema`` run writes the weights' own best state beside the shipped average: ``<stem>.weights.pt``."""
+    out = Path(out)
+    return out.with_name(out.stem + ".weights" + out.suffix)
 
+
+def finalize(ckpt: Path, out: Path, corpus: SedCorpus, *, opts: TrainOptions, quiet: bool = False, load_s: float = 0.0) -> dict[str, Any]:
+    """Write the best state of a checkpoint as the weight file and the model card; returns the card.
+
+    A ``--ema`` run also writes the weights' own best state (selected on the same validation, same epochs) and its card
+    at :func:`weights_path` (card ``training.ema`` None, ``training.ema_decay`` the run's): analysis, not shipped."""
     ck = torch.load(ckpt, map_location="cpu", weights_only=False)
     st = ck["state"]
+    wb = st.get("weights_best") if opts.ema is not None else None
+    if wb is not None:
+        _write_model(ck, weights_path(out), corpus, opts=opts, quiet=quiet, load_s=load_s,
+                     state=wb["state"], selected=(None, wb["epoch"], wb["f1"]))  # fmt: skip
+    best = st["best_state"] if st.get("best_state") is not None else ck["model"]
+    return _write_model(ck, out, corpus, opts=opts, quiet=quiet, load_s=load_s, state=best, selected=(opts.ema, st.get("best_epoch"), st.get("best_f1")))
+
+
+def _write_model(ck: dict[str, Any], out: Path, corpus: SedCorpus, *, opts: TrainOptions, quiet: bool, load_s: float,
+                 state: dict[str, torch.Tensor], selected: tuple[float | None, int | None, float | None]) -> dict[str, Any]:  # fmt: skip
+    """Score ``state`` and write it with its card; ``selected``: (EMA decay it was averaged with or None, epoch, val F1)."""
+    import platform
+
+    st = ck["state"]
+    sel_ema, best_epoch, best_f1 = selected
     cfg = SedConfig.from_dict(ck["fingerprint"]["config"])
     model = SedModel(cfg)
-    model.load_state_dict(st["best_state"] if st.get("best_state") is not None else ck["model"])
+    model.load_state_dict(state)
     model.eval()
     t0 = time.monotonic()
     n_s = ck["fingerprint"]["n_s"]
@@ -916,12 +950,15 @@ def finalize(ckpt: Path, out: Path, corpus: SedCorpus, *, opts: TrainOptions, qu
             "detach_labelers": bool(opts.detach_labelers) if tri else None,
             "pseudo_level": opts.pseudo_level if tri else None,
             "pseudo_history": st.get("pseudo_history"),
-            "ema": opts.ema,
+            "pseudo_from": opts.pseudo_from if tri else None,
+            "ema": sel_ema,
+            "ema_decay": opts.ema,
             "selection": ("best validation event-based macro F1 at epoch ends" + (" of the final (pseudo-label) stage" if tri else "")
-                          + (f" of the weights' moving average (decay {opts.ema:g}, warm-up min(decay, (1 + step) / (10 + step)))"
-                             if opts.ema is not None else "")),  # fmt: skip
-            "best_epoch": st.get("best_epoch"),
-            "best_val_event_f1": st.get("best_f1"),
+                          + (f" of the weights' moving average (decay {sel_ema:g}, warm-up min(decay, (1 + step) / (10 + step)))"
+                             if sel_ema is not None else (" of the weights (the run also kept their moving average, "
+                                                          f"decay {opts.ema:g})" if opts.ema is not None else ""))),  # fmt: skip
+            "best_epoch": best_epoch,
+            "best_val_event_f1": best_f1,
             "wall_time_s": round(st["elapsed_s"], 1),
             "feature_load_s": round(load_s, 1),
             "runs": st.get("runs", 1),
@@ -998,7 +1035,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--ema", type=float, default=None, metavar="DECAY",
                         help="keep an exponential moving average of the weights (Polyak; e.g. 0.999) and select and ship it instead "
                         "of the weights; training itself is unchanged (same steps, same random numbers; pseudo-labels come from "
-                        "the weights). Validation logs both")
+                        "the weights, unless --pseudo-from ema). Validation logs both; the weights' own best is written beside "
+                        "as <out stem>.weights.pt with its card")
+    parser.add_argument("--pseudo-from", choices=PSEUDO_FROM, default=d.pseudo_from,
+                        help="tri-training: the pseudo-labels come from F1/F2 of the 'weights' (default, the paper) or of their "
+                        "moving average 'ema' (not in the paper; mean-teacher style, needs --ema). Like the thresholds, not part "
+                        "of the checkpoint fingerprint until the labels are made")
     parser.add_argument("--pseudo-level", choices=PSEUDO_LEVELS, default=d.pseudo_level,
                         help="tri-training: 'frame' (default, the paper's rule on frames and clips) or 'clip' (not in the paper: "
                         "only clip-level pseudo-labels of U, W keeps its tags; no frame pseudo-labels). Like the thresholds, "
@@ -1046,7 +1088,7 @@ def run_from_args(a: argparse.Namespace) -> int:
                             threshold=a.threshold, ckpt_minutes=a.ckpt_minutes, max_steps=a.max_steps, psds=not a.no_psds,
                             pseudo_threshold=a.pseudo_threshold, pseudo_negative=a.pseudo_negative,
                             relabel_every=a.relabel_every, oracle_labels=a.oracle_labels, detach_labelers=a.detach_labelers,
-                            pseudo_level=a.pseudo_level, ema=a.ema)  # fmt: skip
+                            pseudo_level=a.pseudo_level, ema=a.ema, pseudo_from=a.pseudo_from)  # fmt: skip
         res = train(a.corpus, a.out, opts, cfg=cfg, resume=a.resume, ckpt=a.ckpt, cache=a.cache, quiet=a.quiet)
     except (CorpusError, ValueError, OSError) as e:
         print(f"error: {e}".replace("\n", " "), file=sys.stderr)

@@ -606,16 +606,23 @@ def test_table1_seed_means_are_paired_by_seed():
             row("adv-whole", 0, 41.0, steps=3000),  # no baseline of 3000 steps: left out
             row("baseline", 0, 43.0, ema=0.999), row("baseline", 1, 49.0, ema=0.999),  # weight averages: their own recipes
             row("adv-time+tri", 0, 50.0, ema=0.999, **tri), row("adv-time+tri", 1, 53.0, ema=0.999, **tri),
-            row("adv-time", 2, 50.0, ema=0.999)]  # no EMA baseline of seed 2: left out  # fmt: skip
+            row("adv-time", 2, 50.0, ema=0.999),  # no EMA baseline of seed 2: left out
+            row("adv-time+tri", 0, 54.0, ema=0.999, ema_decay=0.999, pseudo_from="ema", **tri),  # mean teacher: its own recipe
+            row("adv-time+tri", 1, 51.0, ema=None, ema_decay=0.999, pseudo_from="ema", **tri)]  # its weights: plain baselines  # fmt: skip
     out = mod.seed_means_paired(rows)
     assert out["adv-time, 4500 steps"] == {"seeds": [0, 1], "event_f1": [46.0, 51.0], "mean": 48.5, "baseline_event_f1": [40.0, 50.0],
                                            "baseline_mean": 45.0, "gain": 3.5}  # fmt: skip
-    (key,) = [k for k in out if k.startswith("adv-time+tri") and "'detach_labelers': True" in k and "EMA" not in k]
+    (key,) = [k for k in out if k.startswith("adv-time+tri") and "'detach_labelers': True" in k and "EMA" not in k
+              and "'pseudo_from': 'weights'" in k]  # fmt: skip
     assert out[key]["seeds"] == [0, 1, 2] and out[key]["mean"] == 49.33 and out[key]["baseline_mean"] == 44.67 and out[key]["gain"] == 4.67
     (paper,) = [k for k in out if k.startswith("adv-time+tri") and "'detach_labelers': False" in k]
     assert out[paper]["event_f1"] == [30.0] and out[paper]["gain"] == -10.0
     assert not any(k.startswith(("tri ", "adv-whole", "baseline")) for k in out)
-    (avg,) = [k for k in out if "EMA 0.999" in k]
+    (avg,) = [k for k in out if "EMA 0.999" in k and "'pseudo_from': 'weights'" in k]
+    (mt,) = [k for k in out if "EMA 0.999" in k and "'pseudo_from': 'ema 0.999'" in k]
+    assert out[mt]["event_f1"] == [54.0] and out[mt]["baseline_event_f1"] == [43.0] and out[mt]["gain"] == 11.0
+    (mtw,) = [k for k in out if "EMA" not in k and "'pseudo_from': 'ema 0.999'" in k]
+    assert out[mtw]["event_f1"] == [51.0] and out[mtw]["baseline_event_f1"] == [50.0]
     assert avg.startswith("adv-time+tri") and avg.endswith(", EMA 0.999, 4500 steps")
     assert out[avg]["baseline_event_f1"] == [43.0, 49.0] and out[avg]["mean"] == 51.5 and out[avg]["gain"] == 5.5
     ceil = mod.oracle_ceiling(rows)
@@ -670,3 +677,68 @@ def test_ema_selects_the_average_and_leaves_training_alone(corpus, tmp_path):
     for bad in (0.0, 1.0, -0.5):
         with pytest.raises(ValueError, match="--ema must be in"):
             train(corpus, tmp_path / "x.pt", _opts(**kw, ema=bad), cfg=_tiny(), quiet=True)
+
+
+def test_ema_run_writes_the_weights_best_beside_the_average(corpus, tmp_path):
+    """A --ema run also writes the weights' own best (same validation, same eligible epochs) as <stem>.weights.pt; its
+    card is the plain run's selection (ema None), so it scores as the plain run's file."""
+    from streamkit.models.sed_crnn import load_model
+    from streamkit.train.sed import train, weights_path
+
+    kw = dict(method="adv-time+tri", epochs=2, tri_epochs=2, detach_labelers=True, pseudo_level="clip")
+    train(corpus, tmp_path / "p" / "m.pt", _opts(**kw), cfg=_tiny(), quiet=True)
+    ema = train(corpus, tmp_path / "e" / "m.pt", _opts(**kw, ema=0.9), cfg=_tiny(), quiet=True)
+    assert weights_path(tmp_path / "e" / "m.pt") == tmp_path / "e" / "m.weights.pt"
+    assert not weights_path(tmp_path / "p" / "m.pt").exists()  # (only runs with an average have a second file)
+    plain_w, _ = load_model(tmp_path / "p" / "m.pt")
+    ema_w, _ = load_model(tmp_path / "e" / "m.weights.pt")
+    assert all(torch.equal(v, ema_w.state_dict()[k]) for k, v in plain_w.state_dict().items())
+    pc = json.loads((tmp_path / "p" / "m.json").read_text())
+    wc = json.loads((tmp_path / "e" / "m.weights.json").read_text())
+    assert wc["training"]["ema"] is None and wc["training"]["ema_decay"] == 0.9 and "weights" in wc["training"]["selection"]
+    assert (wc["training"]["best_epoch"], wc["training"]["best_val_event_f1"]) == (pc["training"]["best_epoch"], pc["training"]["best_val_event_f1"])
+    assert wc["metrics"]["eval"] == pc["metrics"]["eval"]
+    ec = json.loads((tmp_path / "e" / "m.json").read_text())["training"]
+    assert ec["ema"] == 0.9 and ec["pseudo_from"] == "weights"
+    assert "weights_best" not in ema["state"]
+
+
+def test_pseudo_labels_from_the_average(corpus, tmp_path):
+    """--pseudo-from ema: the same labeler stage, then pseudo-labels from the average's F1/F2 (checked by hand against
+    _pseudo_label_all on the checkpointed average); a checkpoint's labels of the other source are refused on resume."""
+    import numpy as np
+
+    from streamkit.models.sed_crnn import SedModel
+    from streamkit.train.sed import SedCorpus, _Data, _pseudo_label_all, train
+
+    kw = dict(method="adv-time+tri", epochs=2, tri_epochs=1, detach_labelers=True, ema=0.9)
+    w = train(corpus, tmp_path / "w" / "m.pt", _opts(**kw), cfg=_tiny(), quiet=True)
+    spe = w["state"]["history"][0]["step"]
+    # stop right after the switch: the labels are made from the average as it is at the switch
+    e = train(corpus, tmp_path / "e" / "m.pt", _opts(**kw, pseudo_from="ema", max_steps=2 * spe + 1), cfg=_tiny(), quiet=True)
+    assert e["state"]["pseudo_source"] == "averaged labelers"
+    assert [h["val_event_f1"] for h in e["state"]["history"]] == [h["val_event_f1"] for h in w["state"]["history"]][: len(e["state"]["history"])]
+    # the labels by hand, from the average of a run stopped at the switch (labels are made before the first final step)
+    train(corpus, tmp_path / "s" / "m.pt", _opts(**kw, pseudo_from="ema", max_steps=2 * spe), cfg=_tiny(), quiet=True)
+    cs = torch.load(tmp_path / "s" / "m.ckpt", weights_only=False)
+    ce = torch.load(tmp_path / "e" / "m.ckpt", weights_only=False)
+    avg = SedModel(_tiny())
+    avg.load_state_dict(cs["state"]["ema"])
+    c = SedCorpus(corpus)
+    data = _Data(c, _tiny(), _opts(**kw), True)
+    wf, _ = _pseudo_label_all(avg, data.W, data.w_clip, rule=ce["state"]["pseudo_rule"])
+    assert np.array_equal(wf, ce["state"]["pseudo"]["w_frame"])
+    live = SedModel(_tiny())
+    live.load_state_dict(cs["model"])
+    wl, _ = _pseudo_label_all(live, data.W, data.w_clip, rule=ce["state"]["pseudo_rule"])
+    assert not np.array_equal(wl, wf)  # (the weights' labelers label otherwise: the option changes something)
+    card_run = train(corpus, tmp_path / "e" / "m.pt", _opts(**kw, pseudo_from="ema"), cfg=_tiny(), quiet=True, resume=True)
+    assert card_run["card"]["training"]["pseudo_from"] == "ema"
+    with pytest.raises(ValueError, match="averaged labelers"):
+        train(corpus, tmp_path / "e" / "m.pt", _opts(**kw), cfg=_tiny(), quiet=True, resume=True)
+    for bad, msg in ((dict(kw, ema=None), "--pseudo-from ema needs"), (dict(kw, method="adv-time", detach_labelers=False), "--pseudo-from ema needs"),
+                     (dict(kw, oracle_labels=True), "--pseudo-from ema needs")):  # fmt: skip
+        with pytest.raises(ValueError, match=msg):
+            train(corpus, tmp_path / "x.pt", _opts(**{**bad, "pseudo_from": "ema"}), cfg=_tiny(), quiet=True)
+    with pytest.raises(ValueError, match="--pseudo-from must be one of"):
+        train(corpus, tmp_path / "x.pt", _opts(**kw, pseudo_from="teacher"), cfg=_tiny(), quiet=True)
