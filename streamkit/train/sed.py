@@ -838,6 +838,8 @@ def train(
                 st["loss_sum"], st["loss_n"] = 0.0, 0
                 save_ckpt()
                 last_ckpt = time.monotonic()
+                if tri and st["step"] == switch_step:  # the end of the labeler stage, kept: final-stage variants branch from it
+                    _save_atomic(labelers_ckpt_path(ckpt_p), torch.load(ckpt_p, map_location="cpu", weights_only=False))
             elif time.monotonic() - last_ckpt > opts.ckpt_minutes * 60.0:
                 save_ckpt()
                 last_ckpt = time.monotonic()
@@ -858,6 +860,16 @@ def train(
         return {"state": summary, "card": None, "finished": False}
     card = finalize(ckpt_p, out, corpus, opts=opts, quiet=quiet, load_s=load_s)
     return {"state": summary, "card": card, "finished": True}
+
+
+def labelers_ckpt_path(ckpt: str | Path) -> Path:
+    """The copy of a tri-training checkpoint at the end of the labeler stage, before any pseudo-label: ``<stem>.labelers.ckpt``.
+
+    Copied to a new run's ``--ckpt`` and resumed (``--resume``) with other final-stage options (``--pseudo-threshold``,
+    ``--pseudo-negative``, ``--pseudo-level``, ``--relabel-every``, ``--pseudo-from``, ``--oracle-labels``), it skips the
+    labeler stage, which those options do not change."""
+    ckpt = Path(ckpt)
+    return ckpt.with_name(ckpt.stem + ".labelers" + ckpt.suffix)
 
 
 def weights_path(out: str | Path) -> Path:

@@ -169,6 +169,18 @@ def test_pseudo_thresholds_branch_from_a_labeler_checkpoint(corpus, tmp_path):
     for bad in (dict(pseudo_threshold=0.3), dict(pseudo_threshold=0.5, pseudo_negative=0.6), dict(pseudo_threshold=1.0)):
         with pytest.raises(ValueError, match="--pseudo-"):
             train(corpus, tmp_path / "x.pt", _opts(**opts, **bad), cfg=_tiny(), quiet=True)
+    # an uninterrupted run keeps its checkpoint at the switch (<stem>.labelers.ckpt); a branch from it equals the run
+    from streamkit.train.sed import labelers_ckpt_path
+
+    assert labelers_ckpt_path(tmp_path / "s" / "m.ckpt").exists() and not labelers_ckpt_path(tmp_path / "p" / "m.ckpt").exists()
+    full = train(corpus, tmp_path / "f" / "m.pt", _opts(**opts), cfg=_tiny(), quiet=True)
+    lab = torch.load(labelers_ckpt_path(tmp_path / "f" / "m.ckpt"), weights_only=False)
+    assert lab["state"]["step"] == 8 and lab["state"]["pseudo"] is None
+    (tmp_path / "b").mkdir()
+    shutil.copy(labelers_ckpt_path(tmp_path / "f" / "m.ckpt"), tmp_path / "b" / "m.ckpt")
+    branch = train(corpus, tmp_path / "b" / "m.pt", _opts(**opts), cfg=_tiny(), quiet=True, resume=True)
+    assert branch["state"]["pseudo_stats"] == {**full["state"]["pseudo_stats"], "seconds": branch["state"]["pseudo_stats"]["seconds"]}
+    assert [h["val_event_f1"] for h in branch["state"]["history"]] == [h["val_event_f1"] for h in full["state"]["history"]]
 
 
 def test_tri_training_runs_both_stages_of_algorithm_1(corpus, tmp_path):
