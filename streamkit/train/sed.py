@@ -110,6 +110,7 @@ import json
 import math
 import os
 import re
+import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -839,7 +840,9 @@ def train(
                 save_ckpt()
                 last_ckpt = time.monotonic()
                 if tri and st["step"] == switch_step:  # the end of the labeler stage, kept: final-stage variants branch from it
-                    _save_atomic(labelers_ckpt_path(ckpt_p), torch.load(ckpt_p, map_location="cpu", weights_only=False))
+                    lab_p = labelers_ckpt_path(ckpt_p)
+                    shutil.copyfile(ckpt_p, lab_p.with_name(lab_p.name + ".tmp"))  # (a byte copy: no second serialisation)
+                    os.replace(lab_p.with_name(lab_p.name + ".tmp"), lab_p)
             elif time.monotonic() - last_ckpt > opts.ckpt_minutes * 60.0:
                 save_ckpt()
                 last_ckpt = time.monotonic()
