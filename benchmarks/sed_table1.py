@@ -186,7 +186,8 @@ def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def oracle_ceiling(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The ceiling: each recipe (method, steps, weight averaging) given the real clips' true labels, against the
-    baselines of as many steps and the same weight averaging (seed means)."""
+    baselines of as many steps and the same weight averaging (seed means): all of them (``gain``) and, where every
+    oracle seed has one, those of the same seeds (``paired_gain``, as :func:`seed_means_paired`)."""
     out: dict[str, Any] = {}
     oracle = [r for r in rows if _oracle(r)]
     for recipe in sorted({(r["method"], r["training"].get("steps"), _ema(r)) for r in oracle}, key=str):
@@ -199,6 +200,12 @@ def oracle_ceiling(rows: list[dict[str, Any]]) -> dict[str, Any]:
         if base:
             mb = sum(r["real"]["event_f1"] for r in base) / len(base)
             ent.update({"baseline_event_f1": [r["real"]["event_f1"] for r in base], "baseline_mean": round(mb, 2), "gain": round(mo - mb, 2)})
+            by_seed = {r["training"].get("seed"): r for r in base}
+            seeds = [r["training"].get("seed") for r in orc]
+            if None not in seeds and len(set(seeds)) == len(seeds) and all(sd in by_seed for sd in seeds):  # as seed_means_paired
+                pb = sum(by_seed[sd]["real"]["event_f1"] for sd in seeds) / len(seeds)
+                ent.update({"seeds": seeds, "paired_baseline_event_f1": [by_seed[sd]["real"]["event_f1"] for sd in seeds],
+                            "paired_baseline_mean": round(pb, 2), "paired_gain": round(mo - pb, 2)})  # fmt: skip
         out[f"{meth} with oracle labels{'' if ema is None else f', EMA {ema:g}'}, {steps} steps"] = ent
     return out
 

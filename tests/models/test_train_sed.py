@@ -639,7 +639,12 @@ def test_table1_seed_means_are_paired_by_seed():
     assert out[avg]["baseline_event_f1"] == [43.0, 49.0] and out[avg]["mean"] == 51.5 and out[avg]["gain"] == 5.5
     ceil = mod.oracle_ceiling(rows)
     assert list(ceil) == ["baseline with oracle labels, 4500 steps"]
-    assert ceil["baseline with oracle labels, 4500 steps"]["baseline_event_f1"] == [40.0, 50.0, 44.0]  # not the EMA baselines
+    c = ceil["baseline with oracle labels, 4500 steps"]
+    assert c["baseline_event_f1"] == [40.0, 50.0, 44.0] and c["gain"] == round(60.0 - 134.0 / 3, 2)  # not the EMA baselines
+    assert c["seeds"] == [0] and c["paired_baseline_event_f1"] == [40.0] and c["paired_gain"] == 20.0  # the same seed's baseline
+    rows.append(row("baseline", 5, 61.0, oracle_labels=True))  # no plain baseline of seed 5: no paired figure
+    c = mod.oracle_ceiling(rows)["baseline with oracle labels, 4500 steps"]
+    assert c["oracle_mean"] == 60.5 and c["gain"] == round(60.5 - 134.0 / 3, 2) and "paired_gain" not in c
 
 
 def test_ema_update_hand_case():
