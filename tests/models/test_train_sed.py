@@ -322,6 +322,45 @@ def test_detached_labelers_keep_F_and_Ft_on_the_adv_time_path(corpus, tmp_path):
         train(corpus, tmp_path / "x.pt", _opts(method="adv-time", epochs=1, detach_labelers=True), cfg=_tiny(), quiet=True)
 
 
+def test_positive_frames_hand_case():
+    from streamkit.train.sed import positive_frames
+
+    frame = np.array([[[1, 1, 1], [0, 0, 1], [-1, 1, 0]]], np.int8)  # (1 clip, 3 frames, 3 classes)
+    clip = np.array([[1, 0, -1]], np.int8)  # holds class 0, lacks class 1, unsure of class 2
+    out = positive_frames(frame, clip)
+    assert out.dtype == np.int8 and out.tolist() == [[[1, 0, -1], [-1, 0, -1], [-1, 0, -1]]]
+    with pytest.raises(ValueError, match="do not match"):
+        positive_frames(frame, clip[:, :2])
+
+
+def test_positive_frame_pseudo_labels_branch(corpus, tmp_path):
+    """--pseudo-level positive: the frame-level labels of the same labelers, kept only as positives inside held classes."""
+    import shutil
+
+    from streamkit.train.sed import SedCorpus, positive_frames, train
+
+    opts = dict(method="tri", epochs=2, tri_epochs=1, pseudo_negative=0.2)
+    stop = train(corpus, tmp_path / "s" / "m.pt", _opts(**opts, max_steps=8), cfg=_tiny(), quiet=True)
+    assert not stop["finished"]
+    (tmp_path / "p").mkdir()
+    shutil.copy(tmp_path / "s" / "m.ckpt", tmp_path / "p" / "m.ckpt")
+    fr = train(corpus, tmp_path / "s" / "m.pt", _opts(**opts), cfg=_tiny(), quiet=True, resume=True)
+    po = train(corpus, tmp_path / "p" / "m.pt", _opts(**opts, pseudo_level="positive"), cfg=_tiny(), quiet=True, resume=True)
+    a = torch.load(tmp_path / "s" / "m.ckpt", weights_only=False)["state"]["pseudo"]
+    b = torch.load(tmp_path / "p" / "m.ckpt", weights_only=False)["state"]["pseudo"]
+    sc = SedCorpus(corpus)
+    w_tags = np.asarray([[1 if c in set(sc.weak.get(f, ())) else 0 for c in _tiny().classes] for f in sc.files["weak"]], np.int8)
+    assert w_tags.any()
+    assert np.array_equal(b["w_frame"], positive_frames(a["w_frame"], w_tags))
+    assert np.array_equal(b["u_frame"], positive_frames(a["u_frame"], a["u_clip"])) and np.array_equal(b["u_clip"], a["u_clip"])
+    assert not (b["u_frame"] == 0)[np.broadcast_to((a["u_clip"] == 1)[:, None, :], a["u_frame"].shape)].any()  # no negative in held classes
+    sf, sp = fr["state"]["pseudo_stats"], po["state"]["pseudo_stats"]
+    assert sp["u_frame_positive"] <= sf["u_frame_positive"] and sp["w_frame_positive"] <= sf["w_frame_positive"]
+    assert json.loads((tmp_path / "p" / "m.json").read_text())["training"]["pseudo_level"] == "positive"
+    with pytest.raises(ValueError, match="positive-level, this run asks for --pseudo-level frame"):
+        train(corpus, tmp_path / "p" / "m.pt", _opts(**opts), cfg=_tiny(), quiet=True, resume=True)
+
+
 def test_clip_level_pseudo_labels(corpus, tmp_path):
     """--pseudo-level clip: U gets only clip pseudo-labels, W only its tags: no frame targets on the real clips."""
     import shutil
@@ -343,7 +382,7 @@ def test_clip_level_pseudo_labels(corpus, tmp_path):
     assert json.loads((tmp_path / "s" / "m.json").read_text())["training"]["pseudo_level"] == "frame"
     with pytest.raises(ValueError, match="clip-level, this run asks for --pseudo-level frame"):
         train(corpus, tmp_path / "c" / "m.pt", _opts(**opts), cfg=_tiny(), quiet=True, resume=True)
-    with pytest.raises(ValueError, match="--pseudo-level must be one of frame, clip"):
+    with pytest.raises(ValueError, match="--pseudo-level must be one of frame, clip, positive"):
         train(corpus, tmp_path / "x.pt", _opts(**opts, pseudo_level="segment"), cfg=_tiny(), quiet=True)
     with pytest.raises(ValueError, match="need a tri-training method"):
         train(corpus, tmp_path / "x.pt", _opts(method="baseline", epochs=1, pseudo_level="clip"), cfg=_tiny(), quiet=True)
