@@ -190,9 +190,14 @@ def oracle_ceiling(rows: list[dict[str, Any]]) -> dict[str, Any]:
     oracle seed has one, those of the same seeds (``paired_gain``, as :func:`seed_means_paired`)."""
     out: dict[str, Any] = {}
     oracle = [r for r in rows if _oracle(r)]
-    for recipe in sorted({(r["method"], r["training"].get("steps"), _ema(r)) for r in oracle}, key=str):
-        meth, steps, ema = recipe
-        orc = [r for r in oracle if (r["method"], r["training"].get("steps"), _ema(r)) == recipe]
+
+    def key(r: dict[str, Any]) -> tuple[Any, ...]:  # a tri-training final stage's true labels: frame- or clip-level ones
+        level = (r["training"].get("pseudo_level") or "frame") if "tri" in r["method"] else ""
+        return (r["method"], r["training"].get("steps"), _ema(r), level)
+
+    for recipe in sorted({key(r) for r in oracle}, key=str):
+        meth, steps, ema, level = recipe
+        orc = [r for r in oracle if key(r) == recipe]
         base = [r for r in rows if r["method"] == "baseline" and not _oracle(r) and r["training"].get("steps") == steps and _ema(r) == ema]
         mo = sum(r["real"]["event_f1"] for r in orc) / len(orc)
         ent: dict[str, Any] = {"oracle_event_f1": [r["real"]["event_f1"] for r in orc], "oracle_mean": round(mo, 2),
@@ -206,7 +211,7 @@ def oracle_ceiling(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 pb = sum(by_seed[sd]["real"]["event_f1"] for sd in seeds) / len(seeds)
                 ent.update({"seeds": seeds, "paired_baseline_event_f1": [by_seed[sd]["real"]["event_f1"] for sd in seeds],
                             "paired_baseline_mean": round(pb, 2), "paired_gain": round(mo - pb, 2)})  # fmt: skip
-        out[f"{meth} with oracle labels{'' if ema is None else f', EMA {ema:g}'}, {steps} steps"] = ent
+        out[f"{meth} with {f'{level}-level ' if level else ''}oracle labels{'' if ema is None else f', EMA {ema:g}'}, {steps} steps"] = ent
     return out
 
 

@@ -684,6 +684,10 @@ def test_table1_seed_means_are_paired_by_seed():
     rows.append(row("baseline", 5, 61.0, oracle_labels=True))  # no plain baseline of seed 5: no paired figure
     c = mod.oracle_ceiling(rows)["baseline with oracle labels, 4500 steps"]
     assert c["oracle_mean"] == 60.5 and c["gain"] == round(60.5 - 134.0 / 3, 2) and "paired_gain" not in c
+    rows += [row("adv-time+tri", 2, 55.0, oracle_labels=True, pseudo_level="clip"), row("adv-time+tri", 2, 58.0, oracle_labels=True)]
+    ceil = mod.oracle_ceiling(rows)  # a tri final stage's true labels: frame- and clip-level ones kept apart
+    assert ceil["adv-time+tri with clip-level oracle labels, 4500 steps"]["paired_gain"] == 11.0
+    assert ceil["adv-time+tri with frame-level oracle labels, 4500 steps"]["oracle_mean"] == 58.0
 
 
 def test_ema_update_hand_case():
