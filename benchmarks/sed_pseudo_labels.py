@@ -22,6 +22,14 @@ Clip-level labels (what ``--pseudo-level clip`` keeps for the unlabelled clips) 
 way against the clips' true tags, and each head (F1, F2, Ft) gets its validation event-based macro
 F1 with the default post-processing, so labelers and final classifier can be compared at the switch.
 
+``--teacher ema`` scores the labelers of the checkpoint's moving average (a ``--ema`` run; what
+``--pseudo-from ema`` labels with). ``--subset unlabelled`` or ``weak`` scores the clips the labels
+are made for, against the generator's truth (``<subset>/meta.json``, which training never reads
+except for ``--oracle-labels``); on ``weak`` every row is gated by the clips' tags. ``positive_rows``
+score what ``--pseudo-level positive`` keeps (:func:`streamkit.train.sed.positive_frames`: frame
+positives inside the classes the clip holds, every frame of a class it lacks negative; the clip
+labels by the same rule, or the tags when gated).
+
 Writes ``benchmarks/results/sed_pseudo_labels.json`` (``--out``); no absolute paths.
 """
 
@@ -45,10 +53,11 @@ import torch  # noqa: E402
 
 from streamkit.cli import machine_info  # noqa: E402
 from streamkit.models.sed_crnn import SedConfig, SedModel, events_to_frames  # noqa: E402
-from streamkit.train.sed import SedCorpus, predict_frames, score_probs  # noqa: E402
+from streamkit.train.sed import SedCorpus, positive_frames, predict_frames, score_probs  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
-RULES = ((0.5, 0.5), (0.5, 0.1), (0.4, 0.2), (0.3, 0.3), (0.3, 0.1), (0.2, 0.1))
+RULES = ((0.5, 0.5), (0.5, 0.1), (0.5, 0.05), (0.4, 0.2), (0.3, 0.3), (0.3, 0.1), (0.2, 0.1))
+SUBSETS = ("validation", "unlabelled", "weak")
 
 
 def rule_stats(p1: np.ndarray, p2: np.ndarray, y: np.ndarray, pos: float, neg: float, gated: bool) -> dict[str, Any]:
@@ -59,17 +68,38 @@ def rule_stats(p1: np.ndarray, p2: np.ndarray, y: np.ndarray, pos: float, neg: f
         absent = ~y.any(axis=1, keepdims=True)  # the clip's tags, broadcast over frames
         positive &= ~absent
         negative |= absent
-    n_true = max(int(y.sum()), 1)
     per_k = y.sum(axis=(0, 1)).clip(min=1)
+    return {
+        **_stats(positive, negative, y),
+        "recall_per_class": ((positive & y).sum(axis=(0, 1)) / per_k).round(4).tolist(),
+        "events_to_negative_per_class": ((negative & y).sum(axis=(0, 1)) / per_k).round(4).tolist(),
+    }
+
+
+def _stats(positive: np.ndarray, negative: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    """Share labelled positive, precision, recall, true event frames labelled negative, labelled share."""
+    n_true = max(int(y.sum()), 1)
     return {
         "positive_share": round(float(positive.mean()), 4),
         "precision": round(float((positive & y).sum() / max(int(positive.sum()), 1)), 4),
         "recall": round(float((positive & y).sum() / n_true), 4),
         "events_to_negative": round(float((negative & y).sum() / n_true), 4),
         "labelled_share": round(float((positive | negative).mean()), 4),
-        "recall_per_class": ((positive & y).sum(axis=(0, 1)) / per_k).round(4).tolist(),
-        "events_to_negative_per_class": ((negative & y).sum(axis=(0, 1)) / per_k).round(4).tolist(),
     }
+
+
+def positive_rule_stats(p1: np.ndarray, p2: np.ndarray, c1: np.ndarray, c2: np.ndarray, y: np.ndarray, pos: float, neg: float,
+                        gated: bool) -> dict[str, Any]:  # fmt: skip
+    """What ``--pseudo-level positive`` keeps of one rule, against the truth ``y`` (N, T, K) bool: frame positives of the
+    rule inside the classes whose clip label (the rule on ``c1``/``c2``, or the true tags when ``gated``) is 1, every
+    frame of a class whose clip label is 0 negative."""
+    frame = ((p1 > pos) & (p2 > pos)).astype(np.int8)
+    if gated:
+        clip = y.any(axis=1).astype(np.int8)
+    else:
+        clip = np.where((c1 > pos) & (c2 > pos), 1, np.where((c1 < neg) & (c2 < neg), 0, -1)).astype(np.int8)
+    lab = positive_frames(frame, clip)
+    return _stats(lab == 1, lab == 0, y)
 
 
 def clip_rule_stats(c1: np.ndarray, c2: np.ndarray, tags: np.ndarray, pos: float, neg: float) -> dict[str, Any]:
@@ -92,6 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", required=True, type=Path, help="a `streamkit corpus sed` directory")
     ap.add_argument("--ckpt", required=True, type=Path, help="a `streamkit train sed` checkpoint of a tri-training method")
+    ap.add_argument("--teacher", choices=("weights", "ema"), default="weights",
+                    help="the labelers of the weights (default) or of the checkpoint's moving average (--ema runs)")
+    ap.add_argument("--subset", choices=SUBSETS, default="validation",
+                    help="validation (default, its strong labels) or the clips labelled in training, scored against the generator's truth")
     ap.add_argument("--out", type=Path, default=RESULTS / "sed_pseudo_labels.json")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
@@ -105,37 +139,55 @@ def main(argv: list[str] | None = None) -> int:
     if "tri" not in fp["method"]:
         raise SystemExit(f"{a.ckpt}: method {fp['method']!r} has no labelers")
     cfg = SedConfig.from_dict(fp["config"])
+    state = ck["model"]
+    if a.teacher == "ema":
+        state = (ck.get("state") or {}).get("ema")
+        if state is None:
+            raise SystemExit(f"{a.ckpt}: no moving average in this checkpoint (train with --ema DECAY)")
     model = SedModel(cfg)
-    model.load_state_dict(ck["model"])
+    model.load_state_dict(state)
     model.eval()
     corpus = SedCorpus(a.corpus)
-    files = corpus.files["validation"]
-    feats = corpus.features("validation", cfg, progress=False)
+    corpus.require(a.subset)
+    sub = a.subset
+    files = corpus.files[sub]
+    feats = corpus.features(sub, cfg, progress=False)
     p1, p2 = predict_frames(model, feats, head="f1"), predict_frames(model, feats, head="f2")
     t_out = p1.shape[1]
-    y = np.stack(
-        [events_to_frames([(e.event_label, e.onset, e.offset) for e in corpus.strong["validation"][f]], t_out, cfg).numpy() for f in files]
-    ).astype(bool)
+    if sub == "validation":
+        events = {f: [(e.event_label, e.onset, e.offset) for e in corpus.strong[sub][f]] for f in files}
+    else:
+        events = corpus.generator_truth(sub)
+    y = np.stack([events_to_frames(events.get(f, []), t_out, cfg).numpy() for f in files]).astype(bool)
     tags = y.any(axis=1)
     c1, c2 = predict_clips(model, feats, "f1"), predict_clips(model, feats, "f2")
     clip_rows = [{"threshold": pos, "negative": neg, **clip_rule_stats(c1, c2, tags, pos, neg)} for pos, neg in RULES]
-    pt = predict_frames(model, feats, head="ft")
     heads_f1 = {}
-    for h, p in (("f1", p1), ("f2", p2), ("ft", pt)):
-        sc = score_probs(p, files, corpus.strong["validation"], cfg, clip_s=corpus.clip_s)
-        heads_f1[h] = {"event_f1": sc["event_f1"], "segment_f1": sc["segment_f1"]}
-    rows = []
-    for gated in (False, True):
+    if sub == "validation":  # (only the validation clips have strong labels in the DCASE format to score with)
+        pt = predict_frames(model, feats, head="ft")
+        for h, p in (("f1", p1), ("f2", p2), ("ft", pt)):
+            sc = score_probs(p, files, corpus.strong["validation"], cfg, clip_s=corpus.clip_s)
+            heads_f1[h] = {"event_f1": sc["event_f1"], "segment_f1": sc["segment_f1"]}
+    rows, positive_rows = [], []
+    for gated in (False, True) if sub != "weak" else (True,):  # (training always gates the weak clips by their tags)
         for pos, neg in RULES:
             rows.append({"gated": gated, "threshold": pos, "negative": neg, **rule_stats(p1, p2, y, pos, neg, gated)})
+            positive_rows.append({"gated": gated, "threshold": pos, "negative": neg,
+                                  **positive_rule_stats(p1, p2, c1, c2, y, pos, neg, gated)})  # fmt: skip
     step = ck["state"]["step"]
     hist = ck["state"].get("history") or []
     labeler_f1 = [h["val_event_f1"] for h in hist if h.get("stage") == "labelers"]
-    print(f"\npseudo-labels of the labelers at step {step} ({fp['method']}, seed {fp['seed']}) on {len(files)} validation clips; "
+    print(f"\npseudo-labels of the {'moving average' if a.teacher == 'ema' else 'weights'}' labelers at step {step} ({fp['method']}, seed {fp['seed']}) on {len(files)} {sub} clips; "
           f"true event frames {y.mean() * 100:.2f} % of frames x classes\n")  # fmt: skip
     print("| rule (positive > P, negative < N) | gated | positive % | precision | recall | events → negative | labelled % |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
+        print(f"| P {r['threshold']:g}, N {r['negative']:g} | {'yes' if r['gated'] else 'no'} | {100 * r['positive_share']:.2f} | "
+              f"{r['precision']:.3f} | {r['recall']:.3f} | {r['events_to_negative']:.3f} | {100 * r['labelled_share']:.1f} |")  # fmt: skip
+    print("\n--pseudo-level positive (frame positives inside held classes, absent classes negative)\n")
+    print("| rule (positive > P, negative < N) | gated | positive % | precision | recall | events → negative | labelled % |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for r in positive_rows:
         print(f"| P {r['threshold']:g}, N {r['negative']:g} | {'yes' if r['gated'] else 'no'} | {100 * r['positive_share']:.2f} | "
               f"{r['precision']:.3f} | {r['recall']:.3f} | {r['events_to_negative']:.3f} | {100 * r['labelled_share']:.1f} |")  # fmt: skip
     print(f"\nclip level (true tags {tags.mean() * 100:.2f} % of clips x classes)\n")
@@ -144,12 +196,14 @@ def main(argv: list[str] | None = None) -> int:
     for r in clip_rows:
         print(f"| P {r['threshold']:g}, N {r['negative']:g} | {100 * r['positive_share']:.2f} | {r['precision']:.3f} | {r['recall']:.3f} | "
               f"{r['tags_to_negative']:.3f} | {100 * r['labelled_share']:.1f} |")  # fmt: skip
-    print("\nvalidation event / segment F1 per head (median 0.45 s, threshold 0.5): "
-          + ", ".join(f"{h} {v['event_f1']:.2f} / {v['segment_f1']:.2f}" for h, v in heads_f1.items()))
-    print("\nper class (ungated): recall / events → negative")
+    if heads_f1:
+        print("\nvalidation event / segment F1 per head (median 0.45 s, threshold 0.5): "
+              + ", ".join(f"{h} {v['event_f1']:.2f} / {v['segment_f1']:.2f}" for h, v in heads_f1.items()))
+    g0 = rows[0]["gated"]
+    print(f"\nper class ({'gated' if g0 else 'ungated'}): recall / events → negative")
     for k, c in enumerate(cfg.classes):
-        a5 = next(r for r in rows if not r["gated"] and r["threshold"] == 0.5 and r["negative"] == 0.5)
-        a2 = next(r for r in rows if not r["gated"] and r["threshold"] == 0.2 and r["negative"] == 0.1)
+        a5 = next(r for r in rows if r["gated"] == g0 and r["threshold"] == 0.5 and r["negative"] == 0.5)
+        a2 = next(r for r in rows if r["gated"] == g0 and r["threshold"] == 0.2 and r["negative"] == 0.1)
         print(f"  {c:28} P 0.5, N 0.5: {a5['recall_per_class'][k]:.3f} / {a5['events_to_negative_per_class'][k]:.3f}   "
               f"P 0.2, N 0.1: {a2['recall_per_class'][k]:.3f} / {a2['events_to_negative_per_class'][k]:.3f}")  # fmt: skip
     out = {
@@ -159,17 +213,21 @@ def main(argv: list[str] | None = None) -> int:
         "seed": fp["seed"],
         "labeler_stage_val_event_f1": labeler_f1,
         "corpus_command": corpus.corpus_command(),
-        "validation_clips": len(files),
+        "teacher": a.teacher,
+        "subset": sub,
+        "truth": "strong labels" if sub == "validation" else "the generator's truth (meta.json; analysis only)",
+        "clips": len(files),
         "true_event_share": round(float(y.mean()), 4),
         "classes": list(cfg.classes),
         "rows": rows,
         "true_tag_share": round(float(tags.mean()), 4),
         "clip_rows": clip_rows,
+        "positive_rows": positive_rows,
         "validation_f1_per_head": heads_f1,
         "detach_labelers": bool(fp.get("detach_labelers", False)),
         "labeler_hidden": cfg.labeler_hidden,  # F1/F2's own hidden layer (None: as Ft's)
         "machine": machine_info(),
-        "command": "python benchmarks/sed_pseudo_labels.py --corpus CORPUS --ckpt sed.ckpt",
+        "command": f"python benchmarks/sed_pseudo_labels.py --corpus CORPUS --ckpt sed.ckpt --teacher {a.teacher} --subset {sub}",
     }
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")

@@ -481,6 +481,19 @@ def test_pseudo_label_benchmark(corpus, tmp_path, capsys):
     st = bench.clip_rule_stats(c1, c2, tags, 0.5, 0.1)
     assert st == {"positive_share": 0.25, "precision": 1.0, "recall": round(1 / 3, 4), "tags_to_negative": 0.0, "labelled_share": 0.5}
     assert "clip level" in capsys.readouterr().out
+    assert res["subset"] == "validation" and res["teacher"] == "weights" and len(res["positive_rows"]) == len(res["rows"])
+    # hand-checked --pseudo-level positive rule: one clip, three frames, two classes
+    p = np.array([[[0.9, 0.01], [0.3, 0.9], [0.8, 0.02]]])
+    y = np.array([[[True, False], [True, False], [False, False]]])
+    cl = np.array([[0.9, 0.01]])
+    st = bench.positive_rule_stats(p, p, cl, cl, y, 0.5, 0.05, gated=False)  # class 0 held, class 1 lacking
+    assert st == {"positive_share": round(2 / 6, 4), "precision": 0.5, "recall": 0.5, "events_to_negative": 0.0, "labelled_share": round(5 / 6, 4)}
+    # the clips labelled in training, against the generator's truth; the average's labelers need an --ema run
+    assert bench.main(["--corpus", str(corpus), "--ckpt", str(tmp_path / "m.ckpt"), "--out", str(out), "--subset", "weak"]) == 0
+    res = json.loads(out.read_text())
+    assert res["subset"] == "weak" and all(r["gated"] for r in res["rows"]) and res["validation_f1_per_head"] == {}
+    with pytest.raises(SystemExit, match="no moving average"):
+        bench.main(["--corpus", str(corpus), "--ckpt", str(tmp_path / "m.ckpt"), "--out", str(out), "--teacher", "ema"])
 
 
 def test_benchmarks_keep_oracle_rows_apart(corpus, tmp_path, capsys):
