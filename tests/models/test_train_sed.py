@@ -322,6 +322,22 @@ def test_detached_labelers_keep_F_and_Ft_on_the_adv_time_path(corpus, tmp_path):
         train(corpus, tmp_path / "x.pt", _opts(method="adv-time", epochs=1, detach_labelers=True), cfg=_tiny(), quiet=True)
 
 
+def _frame_and_branch(corpus, tmp_path, opts, name, **branch):
+    """Train ``opts`` to step 8 (before the switch) in ``s/``, copy its checkpoint to ``name/``; finish both, the copy
+    with ``branch`` options: the two runs' results (same labelers, different final stages)."""
+    import shutil
+
+    from streamkit.train.sed import train
+
+    stop = train(corpus, tmp_path / "s" / "m.pt", _opts(**opts, max_steps=8), cfg=_tiny(), quiet=True)
+    assert not stop["finished"]
+    (tmp_path / name).mkdir()
+    shutil.copy(tmp_path / "s" / "m.ckpt", tmp_path / name / "m.ckpt")
+    fr = train(corpus, tmp_path / "s" / "m.pt", _opts(**opts), cfg=_tiny(), quiet=True, resume=True)
+    br = train(corpus, tmp_path / name / "m.pt", _opts(**opts, **branch), cfg=_tiny(), quiet=True, resume=True)
+    return fr, br
+
+
 def test_positive_frames_hand_case():
     from streamkit.train.sed import positive_frames
 
@@ -335,17 +351,11 @@ def test_positive_frames_hand_case():
 
 def test_positive_frame_pseudo_labels_branch(corpus, tmp_path):
     """--pseudo-level positive: the frame-level labels of the same labelers, kept only as positives inside held classes."""
-    import shutil
 
     from streamkit.train.sed import SedCorpus, positive_frames, train
 
     opts = dict(method="tri", epochs=2, tri_epochs=1, pseudo_negative=0.2)
-    stop = train(corpus, tmp_path / "s" / "m.pt", _opts(**opts, max_steps=8), cfg=_tiny(), quiet=True)
-    assert not stop["finished"]
-    (tmp_path / "p").mkdir()
-    shutil.copy(tmp_path / "s" / "m.ckpt", tmp_path / "p" / "m.ckpt")
-    fr = train(corpus, tmp_path / "s" / "m.pt", _opts(**opts), cfg=_tiny(), quiet=True, resume=True)
-    po = train(corpus, tmp_path / "p" / "m.pt", _opts(**opts, pseudo_level="positive"), cfg=_tiny(), quiet=True, resume=True)
+    fr, po = _frame_and_branch(corpus, tmp_path, opts, "p", pseudo_level="positive")
     a = torch.load(tmp_path / "s" / "m.ckpt", weights_only=False)["state"]["pseudo"]
     b = torch.load(tmp_path / "p" / "m.ckpt", weights_only=False)["state"]["pseudo"]
     sc = SedCorpus(corpus)
@@ -363,17 +373,11 @@ def test_positive_frame_pseudo_labels_branch(corpus, tmp_path):
 
 def test_clip_level_pseudo_labels(corpus, tmp_path):
     """--pseudo-level clip: U gets only clip pseudo-labels, W only its tags: no frame targets on the real clips."""
-    import shutil
 
     from streamkit.train.sed import train
 
     opts = dict(method="tri", epochs=2, tri_epochs=1)
-    stop = train(corpus, tmp_path / "s" / "m.pt", _opts(**opts, max_steps=8), cfg=_tiny(), quiet=True)
-    assert not stop["finished"]
-    (tmp_path / "c").mkdir()
-    shutil.copy(tmp_path / "s" / "m.ckpt", tmp_path / "c" / "m.ckpt")
-    fr = train(corpus, tmp_path / "s" / "m.pt", _opts(**opts), cfg=_tiny(), quiet=True, resume=True)
-    cl = train(corpus, tmp_path / "c" / "m.pt", _opts(**opts, pseudo_level="clip"), cfg=_tiny(), quiet=True, resume=True)
+    fr, cl = _frame_and_branch(corpus, tmp_path, opts, "c", pseudo_level="clip")
     sf, sc = fr["state"]["pseudo_stats"], cl["state"]["pseudo_stats"]
     assert sf["u_frame_labelled"] > 0 and sf["w_frame_labelled"] > 0
     assert sc["u_frame_labelled"] == 0 and sc["w_frame_labelled"] == 0
