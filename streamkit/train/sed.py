@@ -339,6 +339,8 @@ class TrainOptions:
     pseudo_level: str = "frame"  #: tri-training: "frame" (the paper), "clip" (clip-level only) or "positive" (see positive_frames)
     ema: float | None = None  #: select and ship an exponential moving average of the weights with this decay (None: the weights)
     pseudo_from: str = "weights"  #: tri-training: F1/F2 of the "weights" (the paper) or of their moving average "ema" (needs ema)
+    consistency: float = 0.0  #: mean-teacher consistency weight: MSE of Ft's probabilities to the EMA model's (needs ema; 0: off)
+    consistency_rampup: int = 1  #: epochs over which the consistency weight ramps up, exp(-5 (1 - t)^2)
 
     def pseudo_rule(self) -> dict[str, float]:
         """The pseudo-label thresholds (validated): ``{"positive": .., "negative": ..}``."""
@@ -358,6 +360,8 @@ class TrainOptions:
             fp["detach_labelers"] = True  # changes the labeler stage (absent when off: older checkpoints stay resumable)
         if self.ema is not None:
             fp["ema"] = float(self.ema)  # the averaged weights are part of the checkpoint (absent when off, as above)
+        if self.consistency and not parse_method(self.method)[1]:
+            fp["consistency"] = [float(self.consistency), int(self.consistency_rampup)]  # from step 0 (tri: checked at the switch)
         return {**fp, "tri_epochs": self.final_epochs()}
 
     def final_epochs(self) -> int:
@@ -483,7 +487,7 @@ class _Data:
     def __init__(self, corpus: SedCorpus, cfg: SedConfig, opts: TrainOptions, quiet: bool) -> None:
         corpus.require("synthetic", "weak", "validation")
         adv, tri = parse_method(opts.method)
-        self.uses_u = adv is not None or tri or opts.oracle_labels
+        self.uses_u = adv is not None or tri or opts.oracle_labels or bool(opts.consistency)
         if self.uses_u:
             corpus.require("unlabelled")
         s_files = corpus.files["synthetic"]
@@ -548,6 +552,21 @@ def _pseudo_label_all(
         frames.append(torch.where(pl["frame_mask"] > 0, pl["frame"], torch.full_like(pl["frame"], -1)).to(torch.int8).numpy())
         clips.append(torch.where(pl["clip_mask"] > 0, pl["clip"], torch.full_like(pl["clip"], -1)).to(torch.int8).numpy())
     return np.concatenate(frames), np.concatenate(clips)
+
+
+def consistency_ramp(step: int, rampup_steps: int) -> float:
+    """Mean-teacher ramp-up factor in [0, 1]: ``exp(-5 (1 - t)^2)``, ``t = step / rampup_steps`` clipped (1 when no ramp-up)."""
+    if rampup_steps <= 0:
+        return 1.0
+    t = min(max(step / rampup_steps, 0.0), 1.0)
+    return float(np.exp(-5.0 * (1.0 - t) ** 2))
+
+
+def consistency_loss(student: dict[str, torch.Tensor], teacher: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Mean-teacher consistency (Tarvainen and Valpola 2017, the DCASE 2019 task 4 baseline): mean squared
+    difference of Ft's frame and clip probabilities to the teacher's (no gradient through the teacher)."""
+    mse = torch.nn.functional.mse_loss
+    return mse(student["frame"], teacher["frame"].detach()) + mse(student["clip"], teacher["clip"].detach())
 
 
 def positive_frames(frame: np.ndarray, clip: np.ndarray) -> np.ndarray:
@@ -620,6 +639,10 @@ def train(
         raise ValueError(f"--pseudo-from must be one of {', '.join(PSEUDO_FROM)}, got {opts.pseudo_from!r}")
     if opts.pseudo_from == "ema" and (not tri or opts.ema is None or opts.oracle_labels):
         raise ValueError("--pseudo-from ema needs a tri-training method and --ema DECAY (and no --oracle-labels)")
+    if opts.consistency < 0.0 or opts.consistency_rampup < 0:
+        raise ValueError(f"--consistency and --consistency-rampup must be >= 0, got {opts.consistency}, {opts.consistency_rampup}")
+    if opts.consistency and opts.ema is None:
+        raise ValueError("--consistency needs --ema DECAY: the moving average is the teacher")
     relabel = bool(opts.relabel_every)
     source = "oracle" if opts.oracle_labels else ("averaged labelers" if opts.pseudo_from == "ema" else "labelers")
     out = Path(out)
@@ -664,6 +687,10 @@ def train(
         if made_level is not None and made_level != opts.pseudo_level:
             raise ValueError(f"{ckpt_p}: its pseudo-labels are {made_level}-level, this run asks for --pseudo-level {opts.pseudo_level}; "
                              "resume with that (or from a checkpoint before the switch)")  # fmt: skip
+        made_cons = ck["state"].get("consistency", [0.0, 1]) if ck["state"].get("pseudo") is not None else None
+        if tri and made_cons is not None and made_cons != [float(opts.consistency), int(opts.consistency_rampup)]:
+            raise ValueError(f"{ckpt_p}: its final stage runs with --consistency {made_cons[0]:g} --consistency-rampup {made_cons[1]}, "
+                             "this run asks for another; resume with those (or from a checkpoint before the switch)")  # fmt: skip
         made_from = ck["state"].get("pseudo_source", "labelers") if ck["state"].get("pseudo") is not None else None
         if made_from is not None and made_from != source:
             raise ValueError(f"{ckpt_p}: its final stage learns from {made_from} labels, this run asks for {source} labels "
@@ -777,6 +804,7 @@ def train(
                 st["pseudo_level"] = opts.pseudo_level
                 st["pseudo_rule"] = rule
                 st["relabel_every"] = opts.relabel_every
+                st["consistency"] = [float(opts.consistency), int(opts.consistency_rampup)]
                 st["pseudo_step"] = step
                 cov = lambda a: float((a >= 0).mean()) if a is not None else None  # noqa: E731
                 pos = lambda a: float((a == 1).mean()) if a is not None else None  # noqa: E731
@@ -790,7 +818,8 @@ def train(
                 save_ckpt()
                 last_ckpt = time.monotonic()
             pl = st["pseudo"] if stage == "final" or not tri else None  # (without tri-training: --oracle-labels only)
-            use_u = data.U is not None and (adv is not None or pl is not None)
+            cons = bool(opts.consistency) and (not tri or stage == "final")
+            use_u = data.U is not None and (adv is not None or pl is not None or cons)
             b = opts.batch
             i_s = _stream(opts.seed, 0, data.n_s, step * b, b)
             i_w = _stream(opts.seed, 1, data.W.shape[0], step * b, b)
@@ -840,6 +869,13 @@ def train(
                                    clip_mask=torch.cat(lab_cmask), domain=t.domain)  # fmt: skip
             o = model(x, heads=heads_for(opts.method, stage, relabel=lab), domain=adv, detach_labelers=opts.detach_labelers)
             parts = sed_loss(opts.method, o, t, model=model, stage=stage, labeler_targets=t_lab)
+            if cons:
+                w_c = opts.consistency * consistency_ramp(step - (switch_step or 0), opts.consistency_rampup * steps_per_epoch)
+                with torch.no_grad():
+                    ema_model.eval()  # type: ignore[union-attr]
+                    to = ema_model(x)["ft"]  # type: ignore[misc]
+                parts["consistency"] = consistency_loss(o["ft"], to)
+                parts["loss"] = parts["loss"] + w_c * parts["consistency"]
             optim.zero_grad(set_to_none=True)
             parts["loss"].backward()
             optim.step()
@@ -986,6 +1022,8 @@ def _write_model(ck: dict[str, Any], out: Path, corpus: SedCorpus, *, opts: Trai
             "pseudo_level": opts.pseudo_level if tri else None,
             "pseudo_history": st.get("pseudo_history"),
             "pseudo_from": opts.pseudo_from if tri else None,
+            "consistency": ({"weight": opts.consistency, "rampup_epochs": opts.consistency_rampup, "stage": "final" if tri else "all",
+                             "teacher": "EMA model (eval mode), Ft frame and clip probabilities, MSE"} if opts.consistency else None),
             "ema": sel_ema,
             "ema_decay": opts.ema,
             "selection": ("best validation event-based macro F1 at epoch ends" + (" of the final (pseudo-label) stage" if tri else "")
@@ -1082,6 +1120,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "frame positives only inside the classes a clip holds, every frame of a class it lacks negative, no other "
                         "frame negatives). Like the thresholds, "
                         "not part of the checkpoint fingerprint until the labels are made")
+    parser.add_argument("--consistency", type=float, default=d.consistency, metavar="W",
+                        help="mean-teacher consistency (not in the paper; the DCASE 2019 task 4 baseline's): add W x the mean squared "
+                        "difference of Ft's frame and clip probabilities to those of the --ema model, on every clip of the batch "
+                        "(S, W and U when used); from the first step, or in the final stage of tri-training (like the thresholds, "
+                        "not part of the checkpoint fingerprint until the labels are made). Default 0: off")
+    parser.add_argument("--consistency-rampup", type=int, default=d.consistency_rampup, metavar="EPOCHS",
+                        help=f"epochs over which the consistency weight ramps up as exp(-5 (1 - t)^2) (default {d.consistency_rampup})")
     parser.add_argument("--grl-schedule", choices=("ganin", "const"), default=d.grl_schedule, help="GRL factor schedule (default ganin)")
     parser.add_argument("--synthetic-holdout", type=int, default=d.synthetic_holdout,
                         help=f"last synthetic clips kept out of training as the synthetic-domain test set (default {d.synthetic_holdout})")
@@ -1125,7 +1170,8 @@ def run_from_args(a: argparse.Namespace) -> int:
                             threshold=a.threshold, ckpt_minutes=a.ckpt_minutes, max_steps=a.max_steps, psds=not a.no_psds,
                             pseudo_threshold=a.pseudo_threshold, pseudo_negative=a.pseudo_negative,
                             relabel_every=a.relabel_every, oracle_labels=a.oracle_labels, detach_labelers=a.detach_labelers,
-                            pseudo_level=a.pseudo_level, ema=a.ema, pseudo_from=a.pseudo_from)  # fmt: skip
+                            pseudo_level=a.pseudo_level, ema=a.ema, pseudo_from=a.pseudo_from, consistency=a.consistency,
+                            consistency_rampup=a.consistency_rampup)  # fmt: skip
         res = train(a.corpus, a.out, opts, cfg=cfg, resume=a.resume, ckpt=a.ckpt, cache=a.cache, quiet=a.quiet)
     except (CorpusError, ValueError, OSError) as e:
         print(f"error: {e}".replace("\n", " "), file=sys.stderr)

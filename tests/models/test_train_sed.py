@@ -819,3 +819,68 @@ def test_pseudo_labels_from_the_average(corpus, tmp_path):
             train(corpus, tmp_path / "x.pt", _opts(**{**bad, "pseudo_from": "ema"}), cfg=_tiny(), quiet=True)
     with pytest.raises(ValueError, match="--pseudo-from must be one of"):
         train(corpus, tmp_path / "x.pt", _opts(**kw, pseudo_from="teacher"), cfg=_tiny(), quiet=True)
+
+
+def test_consistency_ramp_and_loss_hand_cases():
+    from streamkit.train.sed import consistency_loss, consistency_ramp
+
+    assert consistency_ramp(0, 10) == pytest.approx(np.exp(-5.0)) and consistency_ramp(5, 10) == pytest.approx(np.exp(-1.25))
+    assert consistency_ramp(10, 10) == 1.0 and consistency_ramp(99, 10) == 1.0 and consistency_ramp(-3, 10) == pytest.approx(np.exp(-5.0))
+    assert consistency_ramp(0, 0) == 1.0  # no ramp-up
+    s = {"frame": torch.tensor([[[0.5, 1.0]]], requires_grad=True), "clip": torch.tensor([[0.2, 0.0]], requires_grad=True)}
+    t = {"frame": torch.tensor([[[0.0, 1.0]]], requires_grad=True), "clip": torch.tensor([[0.6, 0.0]], requires_grad=True)}
+    loss = consistency_loss(s, t)
+    assert float(loss.detach()) == pytest.approx((0.25 + 0.0) / 2 + (0.16 + 0.0) / 2)
+    loss.backward()
+    assert t["frame"].grad is None and t["clip"].grad is None  # nothing flows into the teacher
+    assert torch.allclose(s["frame"].grad, torch.tensor([[[0.5, 0.0]]]))  # d/ds mean((s - t)^2) = 2 (s - t) / n
+
+
+def test_consistency_final_stage_branch(corpus, tmp_path):
+    """--consistency W in tri-training: the labeler stage is untouched, the final stage adds W x ramp x the MSE to the
+    average's Ft; it branches from a labeler checkpoint like the thresholds and is checked on resume."""
+    import shutil
+
+    from streamkit.train.sed import train
+
+    kw = dict(method="adv-time+tri", epochs=2, tri_epochs=2, detach_labelers=True, pseudo_level="clip", ema=0.9, pseudo_from="ema")
+    seen: list[dict] = []
+    stop = train(corpus, tmp_path / "s" / "m.pt", _opts(**kw, max_steps=6), cfg=_tiny(), quiet=True)
+    spe = stop["state"]["history"][0]["step"]
+    assert not stop["finished"] and stop["state"]["step"] == 6 < 2 * spe  # stopped in the labeler stage
+    (tmp_path / "c").mkdir()
+    shutil.copy(tmp_path / "s" / "m.ckpt", tmp_path / "c" / "m.ckpt")
+    plain = train(corpus, tmp_path / "s" / "m.pt", _opts(**kw), cfg=_tiny(), quiet=True, resume=True)
+    cons = train(corpus, tmp_path / "c" / "m.pt", _opts(**kw, consistency=2.0, consistency_rampup=1), cfg=_tiny(), quiet=True, resume=True,
+                 on_step=lambda s, parts: seen.append({"step": s, **parts}))  # fmt: skip
+    switch = 2 * spe
+    assert [p["step"] for p in seen if "consistency" in p] == list(range(switch + 1, 4 * spe + 1))  # final stage only
+    assert all(p["consistency"] > 0 for p in seen if "consistency" in p)
+    hp, hc = plain["state"]["history"], cons["state"]["history"]
+    assert [h["val_event_f1"] for h in hp if h["stage"] == "labelers"] == [h["val_event_f1"] for h in hc if h["stage"] == "labelers"]
+    assert [h["loss"] for h in hp if h["stage"] == "final"] != [h["loss"] for h in hc if h["stage"] == "final"]
+    card = json.loads((tmp_path / "c" / "m.json").read_text())["training"]
+    assert card["consistency"]["weight"] == 2.0 and card["consistency"]["stage"] == "final"
+    assert json.loads((tmp_path / "s" / "m.json").read_text())["training"]["consistency"] is None
+    with pytest.raises(ValueError, match="--consistency 2 --consistency-rampup 1"):
+        train(corpus, tmp_path / "c" / "m.pt", _opts(**kw), cfg=_tiny(), quiet=True, resume=True)
+
+
+def test_consistency_baseline_uses_the_unlabelled_clips(corpus, tmp_path):
+    """A baseline with --consistency reads U (consistency only: no targets) from the first step; its fingerprint holds the
+    weight; without --ema, or negative, it is refused."""
+    from streamkit.train.sed import SedCorpus, _Data, train
+
+    kw = dict(method="baseline", epochs=1, ema=0.9)
+    seen: list[dict] = []
+    res = train(corpus, tmp_path / "b" / "m.pt", _opts(**kw, consistency=1.0, consistency_rampup=0), cfg=_tiny(), quiet=True,
+                on_step=lambda s, parts: seen.append(parts))  # fmt: skip
+    assert res["finished"] and seen and all("consistency" in p for p in seen)
+    assert _Data(SedCorpus(corpus), _tiny(), _opts(**kw, consistency=1.0), True).U is not None
+    assert _Data(SedCorpus(corpus), _tiny(), _opts(**kw), True).U is None
+    with pytest.raises(ValueError, match="another run"):
+        train(corpus, tmp_path / "b" / "m.pt", _opts(**kw), cfg=_tiny(), quiet=True, resume=True)
+    with pytest.raises(ValueError, match="needs --ema"):
+        train(corpus, tmp_path / "x.pt", _opts(method="baseline", epochs=1, consistency=1.0), cfg=_tiny(), quiet=True)
+    with pytest.raises(ValueError, match="must be >= 0"):
+        train(corpus, tmp_path / "x.pt", _opts(**kw, consistency=-1.0), cfg=_tiny(), quiet=True)
