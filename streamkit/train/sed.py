@@ -64,6 +64,12 @@ pseudo-label stage adds; compare it with a baseline given the same total steps
   clip holds (W: its tags; U: its clip pseudo-label), every frame of a class the clip lacks is
   negative, and the other frames stay unlabelled, so no frame inside a held class is taught "off".
 * ``adv-*+tri``: tri-training with D trained in both stages.
+* ``--consistency W`` (not in the paper; the mean teacher of the DCASE 2019 task 4 baseline,
+  Tarvainen and Valpola 2017): with ``--ema``, add ``W`` times the mean squared difference of Ft's
+  frame and clip probabilities to those of the moving average (eval mode, no gradient) on every clip
+  of the batch, ramped up over ``--consistency-rampup`` epochs as ``exp(-5 (1 - t)^2)``. Baseline
+  and adversarial methods: from the first step, and U joins the batch (no targets); tri-training: in
+  the final stage only, so it branches from a labeler-stage checkpoint like the thresholds.
 * ``--oracle-labels`` (analysis, not a method): the generator's true frame labels of W and U
   (``<subset>/meta.json``, which the task withholds) replace the pseudo-labels of a tri-training
   final stage (the ceiling of any pseudo-labeller; branches from a labeler-stage checkpoint like the
