@@ -120,7 +120,7 @@ def evaluate_model(method: str, path: Path, corpus: Any, *, median_s: float | No
     row["training"] = {k: tr.get(k) for k in ("epochs", "steps", "batch_per_subset", "seed", "wall_time_s", "best_epoch", "best_val_event_f1",
                                              "synthetic_holdout", "pseudo_stats", "grl_schedule", "corpus_command", "runs", "tri_epochs",
                                              "pseudo_threshold", "pseudo_negative", "relabel_every", "oracle_labels", "detach_labelers",
-                                             "pseudo_level", "ema", "ema_decay", "pseudo_from")}  # fmt: skip
+                                             "pseudo_level", "ema", "ema_decay", "pseudo_from", "consistency")}  # fmt: skip
     row["training"]["labeler_hidden"] = cfg.labeler_hidden  # F1/F2's own hidden layer (None: as Ft's)
     row["validation"] = {k: card.get("metrics", {}).get("validation", {}).get(k) for k in ("event_f1", "segment_f1", "psds1")}
     return row
@@ -150,6 +150,12 @@ def _ema(row: dict[str, Any]) -> float | None:
     return row["training"].get("ema")
 
 
+def _consistency(row: dict[str, Any]) -> float:
+    """The mean-teacher consistency weight the row's model trained with (``--consistency``; 0: none)."""
+    c = row["training"].get("consistency")
+    return float(c["weight"]) if c else 0.0
+
+
 def _oracle(row: dict[str, Any]) -> bool:
     """Trained with ``--oracle-labels`` (the generator's truth of the real clips: an analysis ceiling, not a method)."""
     return bool(row["training"].get("oracle_labels"))
@@ -163,24 +169,33 @@ def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in rows:
-        if _oracle(r) or r["method"] == "baseline":
+        if _oracle(r) or (r["method"] == "baseline" and not _consistency(r)):
             continue
-        key = (r["method"], _tri_recipe(r) if "tri" in r["method"] else None, _ema(r), r["training"].get("steps"))
+        key = (r["method"], _tri_recipe(r) if "tri" in r["method"] else None, _ema(r), r["training"].get("steps"), _consistency(r))
         groups.setdefault(key, []).append(r)
-    for (meth, recipe, ema, steps), rs in groups.items():
+
+    def baselines(steps: Any, ema: float | None, cons: float) -> dict[Any, dict[str, Any]]:
+        return {r["training"].get("seed"): r for r in rows if r["method"] == "baseline" and not _oracle(r)
+                and r["training"].get("steps") == steps and _ema(r) == ema and _consistency(r) == cons}  # fmt: skip
+
+    for (meth, recipe, ema, steps, cons), rs in groups.items():
         seeds = [r["training"].get("seed") for r in rs]
         if None in seeds or len(set(seeds)) != len(seeds):
             continue  # cards without a seed, or the same seed twice: not a seed mean
-        base = {r["training"].get("seed"): r for r in rows
-                if r["method"] == "baseline" and not _oracle(r) and r["training"].get("steps") == steps and _ema(r) == ema}  # fmt: skip
+        base = baselines(steps, ema, 0.0)
         if not all(sd in base for sd in seeds):
             continue
         m = sum(r["real"]["event_f1"] for r in rs) / len(rs)
         mb = sum(base[sd]["real"]["event_f1"] for sd in seeds) / len(seeds)
         name = meth if recipe is None else f"{meth} {dict(zip(TRI_RECIPE_FIELDS, recipe))}"
-        out[f"{name}{'' if ema is None else f', EMA {ema:g}'}, {steps} steps"] = {"seeds": seeds, "event_f1": [r["real"]["event_f1"] for r in rs], "mean": round(m, 2),
-                                         "baseline_event_f1": [base[sd]["real"]["event_f1"] for sd in seeds], "baseline_mean": round(mb, 2),
-                                         "gain": round(m - mb, 2)}  # fmt: skip
+        ent = {"seeds": seeds, "event_f1": [r["real"]["event_f1"] for r in rs], "mean": round(m, 2),
+               "baseline_event_f1": [base[sd]["real"]["event_f1"] for sd in seeds], "baseline_mean": round(mb, 2), "gain": round(m - mb, 2)}  # fmt: skip
+        cb = baselines(steps, ema, cons)  # with a consistency loss: also against the baselines given the same one
+        if cons and meth != "baseline" and all(sd in cb for sd in seeds):
+            mc = sum(cb[sd]["real"]["event_f1"] for sd in seeds) / len(seeds)
+            ent.update({"consistency_baseline_event_f1": [cb[sd]["real"]["event_f1"] for sd in seeds],
+                        "consistency_baseline_mean": round(mc, 2), "gain_over_consistency_baseline": round(m - mc, 2)})  # fmt: skip
+        out[f"{name}{'' if ema is None else f', EMA {ema:g}'}{f', consistency {cons:g}' if cons else ''}, {steps} steps"] = ent
     return out
 
 
@@ -198,7 +213,8 @@ def oracle_ceiling(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for recipe in sorted({key(r) for r in oracle}, key=str):
         meth, steps, ema, level = recipe
         orc = [r for r in oracle if key(r) == recipe]
-        base = [r for r in rows if r["method"] == "baseline" and not _oracle(r) and r["training"].get("steps") == steps and _ema(r) == ema]
+        base = [r for r in rows if r["method"] == "baseline" and not _oracle(r) and r["training"].get("steps") == steps and _ema(r) == ema
+                and not _consistency(r)]  # fmt: skip
         mo = sum(r["real"]["event_f1"] for r in orc) / len(orc)
         ent: dict[str, Any] = {"oracle_event_f1": [r["real"]["event_f1"] for r in orc], "oracle_mean": round(mo, 2),
                                "oracle_segment_f1": [r["real"].get("segment_f1") for r in orc]}  # fmt: skip
@@ -291,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
             # (the main baseline row is its own peer when it ran as many steps, e.g. a 15-epoch baseline beside 10 + 5 epochs)
             ema = _ema(by["adv-time+tri"])  # (a baseline selected from a weight average is the peer of such a row only)
             peers = [r for r in [b, *extra] if r["method"] == "baseline" and steps is not None and r["training"].get("steps") == steps
-                     and not _oracle(r) and _ema(r) == ema]  # fmt: skip
+                     and not _oracle(r) and _ema(r) == ema and not _consistency(r)]  # fmt: skip
             if peers:
                 g = round(by["adv-time+tri"]["real"]["event_f1"] - peers[0]["real"]["event_f1"], 2)
                 summary["target_equal_steps"] = {"what": f"Adv.time+Tri against a baseline trained for the same {steps} steps ({peers[0]['name']})",
@@ -300,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
                 # (only rows of the same recipe: a row with other pseudo-label thresholds or relabelling is a variant, not another seed)
                 rule = _tri_recipe(by["adv-time+tri"])
                 tri = [by["adv-time+tri"]] + [r for r in extra if r["method"] == "adv-time+tri" and r["training"].get("steps") == steps
-                                              and _tri_recipe(r) == rule and _ema(r) == ema]  # fmt: skip
+                                              and _tri_recipe(r) == rule and _ema(r) == ema
+                                              and _consistency(r) == _consistency(by["adv-time+tri"])]  # fmt: skip
                 if len(tri) > 1 or len(peers) > 1:
                     mt = sum(r["real"]["event_f1"] for r in tri) / len(tri)
                     mb = sum(r["real"]["event_f1"] for r in peers) / len(peers)

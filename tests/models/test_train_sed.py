@@ -698,6 +698,21 @@ def test_table1_seed_means_are_paired_by_seed():
     c = ceil["baseline with oracle labels, 4500 steps"]
     assert c["baseline_event_f1"] == [40.0, 50.0, 44.0] and c["gain"] == round(60.0 - 134.0 / 3, 2)  # not the EMA baselines
     assert c["seeds"] == [0] and c["paired_baseline_event_f1"] == [40.0] and c["paired_gain"] == 20.0  # the same seed's baseline
+    # a consistency loss: its own recipe, against the plain baselines and against the baselines with the same loss
+    cons = {"consistency": {"weight": 2.0}}
+    crows = rows + [row("baseline", 0, 45.0, ema=0.999, **cons), row("baseline", 1, 52.0, ema=0.999, **cons),
+                    row("adv-time+tri", 0, 55.0, ema=0.999, ema_decay=0.999, pseudo_from="ema", **tri, **cons),
+                    row("adv-time+tri", 1, 56.0, ema=0.999, ema_decay=0.999, pseudo_from="ema", **tri, **cons),
+                    row("baseline", 2, 47.0, ema_decay=0.999, **cons)]  # (the weights of a consistency run: not a plain baseline)  # fmt: skip
+    cout = mod.seed_means_paired(crows)
+    assert cout[avg] == out[avg] and cout[mt] == out[mt]  # the plain recipes keep their plain baselines
+    (cb,) = [k for k in cout if k.startswith("baseline") and "EMA" in k]
+    assert cb == "baseline, EMA 0.999, consistency 2, 4500 steps" and cout[cb]["baseline_event_f1"] == [43.0, 49.0] and cout[cb]["gain"] == 2.5
+    assert "gain_over_consistency_baseline" not in cout[cb]
+    (ct,) = [k for k in cout if k.startswith("adv-time+tri") and k.endswith("consistency 2, 4500 steps")]
+    assert cout[ct]["mean"] == 55.5 and cout[ct]["gain"] == 9.5 and cout[ct]["consistency_baseline_mean"] == 48.5
+    assert cout[ct]["gain_over_consistency_baseline"] == 7.0
+    assert mod.oracle_ceiling(crows)["baseline with oracle labels, 4500 steps"]["baseline_event_f1"] == [40.0, 50.0, 44.0]
     rows.append(row("baseline", 5, 61.0, oracle_labels=True))  # no plain baseline of seed 5: no paired figure
     c = mod.oracle_ceiling(rows)["baseline with oracle labels, 4500 steps"]
     assert c["oracle_mean"] == 60.5 and c["gain"] == round(60.5 - 134.0 / 3, 2) and "paired_gain" not in c
