@@ -53,11 +53,13 @@ import torch  # noqa: E402
 
 from streamkit.cli import machine_info  # noqa: E402
 from streamkit.models.sed_crnn import SedConfig, SedModel, events_to_frames  # noqa: E402
-from streamkit.train.sed import SedCorpus, positive_frames, predict_frames, score_probs  # noqa: E402
+from streamkit.train.sed import SedCorpus, hysteresis_mask, positive_frames, predict_frames, score_probs  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 RULES = ((0.5, 0.5), (0.5, 0.1), (0.5, 0.05), (0.4, 0.2), (0.3, 0.3), (0.3, 0.1), (0.2, 0.1))
 SUBSETS = ("validation", "unlabelled", "weak")
+#: --pseudo-level positive with hysteresis: (P, N, low): frame positives grown from > P through frames both above low
+HYSTERESIS_RULES = ((0.5, 0.05, 0.3), (0.5, 0.05, 0.2), (0.5, 0.05, 0.1))
 
 
 def rule_stats(p1: np.ndarray, p2: np.ndarray, y: np.ndarray, pos: float, neg: float, gated: bool) -> dict[str, Any]:
@@ -89,11 +91,13 @@ def _stats(positive: np.ndarray, negative: np.ndarray, y: np.ndarray) -> dict[st
 
 
 def positive_rule_stats(p1: np.ndarray, p2: np.ndarray, c1: np.ndarray, c2: np.ndarray, y: np.ndarray, pos: float, neg: float,
-                        gated: bool) -> dict[str, Any]:  # fmt: skip
+                        gated: bool, low: float | None = None) -> dict[str, Any]:  # fmt: skip
     """What ``--pseudo-level positive`` keeps of one rule, against the truth ``y`` (N, T, K) bool: frame positives of the
     rule inside the classes whose clip label (the rule on ``c1``/``c2``, or the true tags when ``gated``) is 1, every
-    frame of a class whose clip label is 0 negative."""
-    frame = ((p1 > pos) & (p2 > pos)).astype(np.int8)
+    frame of a class whose clip label is 0 negative. ``low``: the frame positives grow by hysteresis
+    (:func:`streamkit.train.sed.hysteresis_mask`) through the frames where both are above ``low``."""
+    high = (p1 > pos) & (p2 > pos)
+    frame = (high if low is None else hysteresis_mask(high, (p1 > low) & (p2 > low))).astype(np.int8)
     if gated:
         clip = y.any(axis=1).astype(np.int8)
     else:
@@ -174,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
             rows.append({"gated": gated, "threshold": pos, "negative": neg, **rule_stats(p1, p2, y, pos, neg, gated)})
             positive_rows.append({"gated": gated, "threshold": pos, "negative": neg,
                                   **positive_rule_stats(p1, p2, c1, c2, y, pos, neg, gated)})  # fmt: skip
+        for pos, neg, low in HYSTERESIS_RULES:
+            positive_rows.append({"gated": gated, "threshold": pos, "negative": neg, "hysteresis_low": low,
+                                  **positive_rule_stats(p1, p2, c1, c2, y, pos, neg, gated, low=low)})  # fmt: skip
     step = ck["state"]["step"]
     hist = ck["state"].get("history") or []
     labeler_f1 = [h["val_event_f1"] for h in hist if h.get("stage") == "labelers"]
@@ -188,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     print("| rule (positive > P, negative < N) | gated | positive % | precision | recall | events → negative | labelled % |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for r in positive_rows:
-        print(f"| P {r['threshold']:g}, N {r['negative']:g} | {'yes' if r['gated'] else 'no'} | {100 * r['positive_share']:.2f} | "
+        hy = f" (hysteresis > {r['hysteresis_low']:g})" if "hysteresis_low" in r else ""
+        print(f"| P {r['threshold']:g}{hy}, N {r['negative']:g} | {'yes' if r['gated'] else 'no'} | {100 * r['positive_share']:.2f} | "
               f"{r['precision']:.3f} | {r['recall']:.3f} | {r['events_to_negative']:.3f} | {100 * r['labelled_share']:.1f} |")  # fmt: skip
     print(f"\nclip level (true tags {tags.mean() * 100:.2f} % of clips x classes)\n")
     print("| rule (positive > P, negative < N) | positive % | precision | recall | tags → negative | labelled % |")

@@ -575,6 +575,28 @@ def consistency_loss(student: dict[str, torch.Tensor], teacher: dict[str, torch.
     return mse(student["frame"], teacher["frame"].detach()) + mse(student["clip"], teacher["clip"].detach())
 
 
+def hysteresis_mask(high: np.ndarray, low: np.ndarray) -> np.ndarray:
+    """Hysteresis along time (axis 1 of (N, T, K) bool arrays): the frames of each run of ``low`` that holds at least one
+    ``high`` frame (``high`` frames outside ``low`` count as ``low``), so a confident frame grows into its whole
+    less confident surroundings (in both directions of time, unlike the causal
+    :func:`streamkit.models.sed_post.hysteresis` of the detector)."""
+    if high.shape != low.shape or high.ndim != 3:
+        raise ValueError(f"high {high.shape} and low {low.shape} must be equal (N, T, K) arrays")
+    n, t, k = high.shape
+    lo = np.zeros((n, k, t + 1), bool)  # (a False column after each series: runs never cross series)
+    hi = np.zeros_like(lo)
+    lo[:, :, :t] = np.moveaxis(low | high, 1, 2)
+    hi[:, :, :t] = np.moveaxis(high, 1, 2)
+    lo, hi = lo.ravel(), hi.ravel()
+    start = lo & ~np.concatenate(([False], lo[:-1]))
+    run = np.where(lo, np.cumsum(start), 0)
+    has_high = np.zeros(int(run.max()) + 1, bool)
+    has_high[run[hi]] = True
+    has_high[0] = False
+    keep = has_high[run].reshape(n, k, t + 1)[:, :, :t]
+    return np.ascontiguousarray(np.moveaxis(keep, 2, 1))
+
+
 def positive_frames(frame: np.ndarray, clip: np.ndarray) -> np.ndarray:
     """``--pseudo-level positive``: int8 frame labels (N, T', K) from frame and clip labels (1, 0 or -1 for none).
 

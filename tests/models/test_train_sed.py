@@ -338,6 +338,25 @@ def _frame_and_branch(corpus, tmp_path, opts, name, **branch):
     return fr, br
 
 
+def test_hysteresis_mask_hand_case():
+    from streamkit.train.sed import hysteresis_mask
+
+    # one clip, 8 frames, 2 classes; class 0: a low run holding a high frame, a low run without one, a lone high frame
+    low = np.array([[0, 1, 1, 1, 0, 1, 0, 0], [1, 1, 0, 0, 0, 0, 1, 1]], bool).T[None]
+    high = np.array([[0, 0, 1, 0, 0, 0, 0, 1], [0, 0, 0, 0, 0, 0, 0, 0]], bool).T[None]
+    out = hysteresis_mask(high, low)
+    assert out.shape == (1, 8, 2) and out.dtype == bool
+    assert out[0, :, 0].astype(int).tolist() == [0, 1, 1, 1, 0, 0, 0, 1] and not out[0, :, 1].any()
+    # runs never cross from one clip (or class) to the next: clip 0 ends low+high, clip 1 starts low only
+    lo2 = np.zeros((2, 3, 1), bool)
+    hi2 = np.zeros((2, 3, 1), bool)
+    lo2[0, 2, 0] = hi2[0, 2, 0] = True
+    lo2[1, 0, 0] = True
+    assert hysteresis_mask(hi2, lo2)[:, :, 0].astype(int).tolist() == [[0, 0, 1], [0, 0, 0]]
+    with pytest.raises(ValueError, match="must be equal"):
+        hysteresis_mask(high, low[:, :4])
+
+
 def test_positive_frames_hand_case():
     from streamkit.train.sed import positive_frames
 
@@ -485,13 +504,22 @@ def test_pseudo_label_benchmark(corpus, tmp_path, capsys):
     st = bench.clip_rule_stats(c1, c2, tags, 0.5, 0.1)
     assert st == {"positive_share": 0.25, "precision": 1.0, "recall": round(1 / 3, 4), "tags_to_negative": 0.0, "labelled_share": 0.5}
     assert "clip level" in capsys.readouterr().out
-    assert res["subset"] == "validation" and res["teacher"] == "weights" and len(res["positive_rows"]) == len(res["rows"])
+    assert res["subset"] == "validation" and res["teacher"] == "weights"
+    plain = [r for r in res["positive_rows"] if "hysteresis_low" not in r]
+    grown = [r for r in res["positive_rows"] if "hysteresis_low" in r]
+    assert len(plain) == len(res["rows"]) and len(grown) == 2 * len(bench.HYSTERESIS_RULES)  # (ungated and gated)
+    for g in grown:  # growing by hysteresis only adds positives to the same rule's
+        (base,) = [r for r in plain if (r["gated"], r["threshold"], r["negative"]) == (g["gated"], g["threshold"], g["negative"])]
+        assert g["recall"] >= base["recall"] and g["positive_share"] >= base["positive_share"]
+        assert g["events_to_negative"] == base["events_to_negative"]
     # hand-checked --pseudo-level positive rule: one clip, three frames, two classes
     p = np.array([[[0.9, 0.01], [0.3, 0.9], [0.8, 0.02]]])
     y = np.array([[[True, False], [True, False], [False, False]]])
     cl = np.array([[0.9, 0.01]])
     st = bench.positive_rule_stats(p, p, cl, cl, y, 0.5, 0.05, gated=False)  # class 0 held, class 1 lacking
     assert st == {"positive_share": round(2 / 6, 4), "precision": 0.5, "recall": 0.5, "events_to_negative": 0.0, "labelled_share": round(5 / 6, 4)}
+    st = bench.positive_rule_stats(p, p, cl, cl, y, 0.5, 0.05, gated=False, low=0.2)  # frame 1 (0.3) joins frames 0 and 2
+    assert st == {"positive_share": 0.5, "precision": round(2 / 3, 4), "recall": 1.0, "events_to_negative": 0.0, "labelled_share": 1.0}
     # the clips labelled in training, against the generator's truth; the average's labelers need an --ema run
     assert bench.main(["--corpus", str(corpus), "--ckpt", str(tmp_path / "m.ckpt"), "--out", str(out), "--subset", "weak"]) == 0
     res = json.loads(out.read_text())
