@@ -161,6 +161,13 @@ def _oracle(row: dict[str, Any]) -> bool:
     return bool(row["training"].get("oracle_labels"))
 
 
+def _baseline_peer(row: dict[str, Any], steps: Any, ema: float | None, cons: float = 0.0) -> bool:
+    """A baseline (no oracle labels) of ``steps`` steps, selected from the same weight averaging (``--ema``) and trained
+    with the same consistency weight (0: none): the peer a method's row is met against."""
+    return (row["method"] == "baseline" and not _oracle(row) and row["training"].get("steps") == steps and _ema(row) == ema
+            and _consistency(row) == cons)  # fmt: skip
+
+
 def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Per recipe (method, its tri-training options, weight averaging, steps; no oracle rows): the mean real event F1
     over its seeds against the mean of the baselines of the same seeds, steps and weight averaging (``--ema``), so a
@@ -175,8 +182,7 @@ def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
         groups.setdefault(key, []).append(r)
 
     def baselines(steps: Any, ema: float | None, cons: float) -> dict[Any, dict[str, Any]]:
-        return {r["training"].get("seed"): r for r in rows if r["method"] == "baseline" and not _oracle(r)
-                and r["training"].get("steps") == steps and _ema(r) == ema and _consistency(r) == cons}  # fmt: skip
+        return {r["training"].get("seed"): r for r in rows if _baseline_peer(r, steps, ema, cons)}
 
     for (meth, recipe, ema, steps, cons), rs in groups.items():
         seeds = [r["training"].get("seed") for r in rs]
@@ -213,8 +219,7 @@ def oracle_ceiling(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for recipe in sorted({key(r) for r in oracle}, key=str):
         meth, steps, ema, level = recipe
         orc = [r for r in oracle if key(r) == recipe]
-        base = [r for r in rows if r["method"] == "baseline" and not _oracle(r) and r["training"].get("steps") == steps and _ema(r) == ema
-                and not _consistency(r)]  # fmt: skip
+        base = [r for r in rows if _baseline_peer(r, steps, ema)]
         mo = sum(r["real"]["event_f1"] for r in orc) / len(orc)
         ent: dict[str, Any] = {"oracle_event_f1": [r["real"]["event_f1"] for r in orc], "oracle_mean": round(mo, 2),
                                "oracle_segment_f1": [r["real"].get("segment_f1") for r in orc]}  # fmt: skip
@@ -306,8 +311,7 @@ def main(argv: list[str] | None = None) -> int:
             steps = by["adv-time+tri"]["training"].get("steps")
             # (the main baseline row is its own peer when it ran as many steps, e.g. a 15-epoch baseline beside 10 + 5 epochs)
             ema = _ema(by["adv-time+tri"])  # (a baseline selected from a weight average is the peer of such a row only)
-            peers = [r for r in [b, *extra] if r["method"] == "baseline" and steps is not None and r["training"].get("steps") == steps
-                     and not _oracle(r) and _ema(r) == ema and not _consistency(r)]  # fmt: skip
+            peers = [r for r in [b, *extra] if steps is not None and _baseline_peer(r, steps, ema)]
             if peers:
                 g = round(by["adv-time+tri"]["real"]["event_f1"] - peers[0]["real"]["event_f1"], 2)
                 summary["target_equal_steps"] = {"what": f"Adv.time+Tri against a baseline trained for the same {steps} steps ({peers[0]['name']})",
