@@ -134,6 +134,7 @@ import torch
 from streamkit.models.sed_crnn import SedConfig, SedModel, events_to_frames, log_mel, n_input_frames, n_params, save_model
 from streamkit.models.sed_losses import METHODS, SedTargets, heads_for, parse_method, pseudo_label_batch, sed_loss, stages
 from streamkit.models.sed_post import DEFAULT_THRESHOLD, frame_times, frames_to_events, median_frames
+from streamkit.train.sed_augment import MelAugment, batch_rng
 
 __all__ = [
     "PRESETS",
@@ -347,6 +348,7 @@ class TrainOptions:
     pseudo_from: str = "weights"  #: tri-training: F1/F2 of the "weights" (the paper) or of their moving average "ema" (needs ema)
     consistency: float = 0.0  #: mean-teacher consistency weight: MSE of Ft's probabilities to the EMA model's (needs ema; 0: off)
     consistency_rampup: int = 1  #: epochs over which the consistency weight ramps up, exp(-5 (1 - t)^2)
+    augment: MelAugment | None = None  #: perturb every training clip's log-mel from step 0 (see sed_augment; None: off)
 
     def pseudo_rule(self) -> dict[str, float]:
         """The pseudo-label thresholds (validated): ``{"positive": .., "negative": ..}``."""
@@ -368,6 +370,8 @@ class TrainOptions:
             fp["ema"] = float(self.ema)  # the averaged weights are part of the checkpoint (absent when off, as above)
         if self.consistency and not parse_method(self.method)[1]:
             fp["consistency"] = [float(self.consistency), int(self.consistency_rampup)]  # from step 0 (tri: checked at the switch)
+        if self.augment is not None:
+            fp["augment"] = self.augment.to_dict()  # from step 0 (absent when off, as above)
         return {**fp, "tri_epochs": self.final_epochs()}
 
     def final_epochs(self) -> int:
@@ -886,7 +890,12 @@ def train(
                     lab_clip.append(torch.zeros(b, k))
                     lab_cmask.append(torch.zeros(b, k))
                 dom.append(torch.ones(b))
-            x = torch.from_numpy(np.concatenate(parts_x).astype(np.float32))
+            x_np = np.concatenate(parts_x).astype(np.float32)
+            x_clean = None
+            if opts.augment is not None:  # the targets hold for the perturbed clips; a teacher sees the clean ones
+                x_clean = torch.from_numpy(x_np) if cons else None
+                x_np = opts.augment(x_np, batch_rng(opts.seed, step))
+            x = torch.from_numpy(x_np)
             t = SedTargets(frame=torch.cat(frame), frame_mask=torch.cat(fmask), clip=torch.cat(clip), clip_mask=torch.cat(cmask),
                            domain=torch.cat(dom))  # fmt: skip
             if adv is not None:
@@ -901,7 +910,7 @@ def train(
                 w_c = opts.consistency * consistency_ramp(step - (switch_step or 0), opts.consistency_rampup * steps_per_epoch)
                 with torch.no_grad():
                     ema_model.eval()  # type: ignore[union-attr]
-                    to = ema_model(x)["ft"]  # type: ignore[misc]
+                    to = ema_model(x if x_clean is None else x_clean)["ft"]  # type: ignore[misc]
                 parts["consistency"] = consistency_loss(o["ft"], to)
                 parts["loss"] = parts["loss"] + w_c * parts["consistency"]
             optim.zero_grad(set_to_none=True)
@@ -1052,6 +1061,9 @@ def _write_model(ck: dict[str, Any], out: Path, corpus: SedCorpus, *, opts: Trai
             "pseudo_from": opts.pseudo_from if tri else None,
             "consistency": ({"weight": opts.consistency, "rampup_epochs": opts.consistency_rampup, "stage": "final" if tri else "all",
                              "teacher": "EMA model (eval mode), Ft frame and clip probabilities, MSE"} if opts.consistency else None),
+            "augment": ({**opts.augment.to_dict(), "what": "every training clip (S, W, U) from step 0: mel-bin shift, "
+                         "FilterAugment (linear), level; pseudo-labels and consistency teachers see clean clips"}
+                        if opts.augment is not None else None),
             "ema": sel_ema,
             "ema_decay": opts.ema,
             "selection": ("best validation event-based macro F1 at epoch ends" + (" of the final (pseudo-label) stage" if tri else "")
@@ -1155,6 +1167,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "not part of the checkpoint fingerprint until the labels are made). Default 0: off")
     parser.add_argument("--consistency-rampup", type=int, default=d.consistency_rampup, metavar="EPOCHS",
                         help=f"epochs over which the consistency weight ramps up as exp(-5 (1 - t)^2) (default {d.consistency_rampup})")
+    parser.add_argument("--augment", action="store_true",
+                        help="perturb every training clip's log-mel from the first step (not in the paper): a mel-bin shift in "
+                        "[-S, S] (--aug-shift), FilterAugment band gains in [-D, D] dB (--aug-filter-db) and a level change in "
+                        "[-G, G] dB (--aug-gain-db), drawn per clip and step from the seed; pseudo-labels are made on clean clips")
+    am = MelAugment()
+    parser.add_argument("--aug-shift", type=int, default=am.shift, metavar="S", help=f"largest mel-bin shift (default {am.shift})")
+    parser.add_argument("--aug-filter-db", type=float, default=am.filter_db, metavar="D",
+                        help=f"largest FilterAugment band gain, dB (default {am.filter_db:g})")
+    parser.add_argument("--aug-gain-db", type=float, default=am.gain_db, metavar="G", help=f"largest level change, dB (default {am.gain_db:g})")
     parser.add_argument("--grl-schedule", choices=("ganin", "const"), default=d.grl_schedule, help="GRL factor schedule (default ganin)")
     parser.add_argument("--synthetic-holdout", type=int, default=d.synthetic_holdout,
                         help=f"last synthetic clips kept out of training as the synthetic-domain test set (default {d.synthetic_holdout})")
@@ -1199,7 +1220,8 @@ def run_from_args(a: argparse.Namespace) -> int:
                             pseudo_threshold=a.pseudo_threshold, pseudo_negative=a.pseudo_negative,
                             relabel_every=a.relabel_every, oracle_labels=a.oracle_labels, detach_labelers=a.detach_labelers,
                             pseudo_level=a.pseudo_level, ema=a.ema, pseudo_from=a.pseudo_from, consistency=a.consistency,
-                            consistency_rampup=a.consistency_rampup)  # fmt: skip
+                            consistency_rampup=a.consistency_rampup,
+                            augment=MelAugment(a.aug_shift, a.aug_filter_db, a.aug_gain_db) if a.augment else None)  # fmt: skip
         res = train(a.corpus, a.out, opts, cfg=cfg, resume=a.resume, ckpt=a.ckpt, cache=a.cache, quiet=a.quiet)
     except (CorpusError, ValueError, OSError) as e:
         print(f"error: {e}".replace("\n", " "), file=sys.stderr)

@@ -927,3 +927,73 @@ def test_consistency_baseline_uses_the_unlabelled_clips(corpus, tmp_path):
         train(corpus, tmp_path / "x.pt", _opts(method="baseline", epochs=1, consistency=1.0), cfg=_tiny(), quiet=True)
     with pytest.raises(ValueError, match="must be >= 0"):
         train(corpus, tmp_path / "x.pt", _opts(**kw, consistency=-1.0), cfg=_tiny(), quiet=True)
+
+
+def test_mel_augment_hand_cases():
+    """--augment's perturbation: a shift moves the spectrum by whole bins with the edge repeated, the filter and level
+    gains are dB on natural-log energies, draws are a function of (seed, step), and the input is left alone."""
+    from streamkit.train.sed_augment import MelAugment, batch_rng
+
+    x = np.tile(np.arange(8, dtype=np.float16), (2, 3, 1))  # (B 2, T 3, 8 bins), bin j holds j
+    shift_only = MelAugment(shift=3, filter_db=0.0, gain_db=0.0)
+    y = shift_only(x, batch_rng(0, 5))
+    assert y.dtype == np.float32 and y.shape == x.shape and np.array_equal(x[0, 0], np.arange(8))  # input unchanged
+    for i in range(2):
+        k = int(4 - y[i, 0, 4])  # the shift of clip i (up by k: bin j holds j - k)
+        assert -3 <= k <= 3
+        assert np.array_equal(y[i, 0], np.clip(np.arange(8) - k, 0, 7)) and np.array_equal(y[i, 0], y[i, 2])  # all frames alike
+    assert np.array_equal(y, shift_only(x, batch_rng(0, 5))) and not all(  # same (seed, step): same draw
+        np.array_equal(y, shift_only(x, batch_rng(s, t))) for s, t in ((1, 5), (0, 6), (2, 7)))  # fmt: skip
+    gain_only = MelAugment(shift=0, filter_db=0.0, gain_db=6.0)
+    d = gain_only(x, batch_rng(3, 0)) - x.astype(np.float32)
+    for i in range(2):  # one level per clip, within +-6 dB of power: |d| <= 0.6 ln 10
+        assert np.allclose(d[i], d[i, 0, 0]) and abs(d[i, 0, 0]) <= 0.6 * np.log(10) + 1e-6
+    filt = MelAugment(shift=0, filter_db=6.0, gain_db=0.0)
+    d = filt(x, batch_rng(3, 0)) - x.astype(np.float32)
+    assert np.allclose(d[:, 0], d[:, 1]) and np.abs(d).max() <= 0.6 * np.log(10) + 1e-6  # the same curve on every frame
+    assert np.abs(np.diff(d[0, 0], 2)).max() > 1e-6 or np.ptp(d[0, 0]) > 0  # a curve across bins, not a constant
+    assert np.array_equal(MelAugment(0, 0.0, 0.0)(x, batch_rng(0, 0)), x.astype(np.float32))  # all off: identity
+    with pytest.raises(ValueError, match=">= 0"):
+        MelAugment(shift=-1)
+    with pytest.raises(ValueError, match="batch, frames"):
+        shift_only(x[0], batch_rng(0, 0))
+
+
+def test_augment_is_part_of_the_run(corpus, tmp_path):
+    """--augment perturbs training from the first step (another loss curve, the card and fingerprint say so), resumes
+    exactly, and leaves the pseudo-labels to the clean clips."""
+    from streamkit.models.sed_crnn import load_model
+    from streamkit.train import sed as sedmod
+    from streamkit.train.sed import train
+    from streamkit.train.sed_augment import MelAugment
+
+    aug = MelAugment(shift=4, filter_db=6.0, gain_db=6.0)
+    kw = dict(method="adv-time+tri", epochs=2, tri_epochs=1, detach_labelers=True)
+    plain = train(corpus, tmp_path / "p" / "m.pt", _opts(**kw), cfg=_tiny(), quiet=True)
+    a = train(corpus, tmp_path / "a" / "m.pt", _opts(**kw, augment=aug), cfg=_tiny(), quiet=True)
+    assert [h["loss"] for h in plain["state"]["history"]][0] != [h["loss"] for h in a["state"]["history"]][0]
+    card = json.loads((tmp_path / "a" / "m.json").read_text())["training"]
+    assert card["augment"]["shift"] == 4 and card["augment"]["filter_db"] == 6.0
+    assert json.loads((tmp_path / "p" / "m.json").read_text())["training"]["augment"] is None
+    b1 = train(corpus, tmp_path / "b" / "m.pt", _opts(**kw, augment=aug, max_steps=5), cfg=_tiny(), quiet=True)
+    assert not b1["finished"]
+    with pytest.raises(ValueError, match="another run"):  # the augmentation is part of the fingerprint
+        train(corpus, tmp_path / "b" / "m.pt", _opts(**kw), cfg=_tiny(), quiet=True, resume=True)
+    seen: list[np.ndarray] = []
+    real = sedmod._pseudo_label_all
+
+    def spy(model, feats, *args, **kwargs):
+        seen.append(np.asarray(feats))
+        return real(model, feats, *args, **kwargs)
+
+    sedmod._pseudo_label_all = spy
+    try:
+        b = train(corpus, tmp_path / "b" / "m.pt", _opts(**kw, augment=aug), cfg=_tiny(), quiet=True, resume=True)
+    finally:
+        sedmod._pseudo_label_all = real
+    data = sedmod._Data(sedmod.SedCorpus(corpus), _tiny(), _opts(**kw), True)
+    assert len(seen) == 2 and np.array_equal(seen[0], data.W) and np.array_equal(seen[1], data.U)  # clean W and U
+    ma, _ = load_model(tmp_path / "a" / "m.pt")
+    mb, _ = load_model(tmp_path / "b" / "m.pt")
+    assert all(torch.equal(va, vb) for va, vb in zip(ma.state_dict().values(), mb.state_dict().values()))
+    assert [h["loss"] for h in a["state"]["history"]] == [h["loss"] for h in b["state"]["history"]]
