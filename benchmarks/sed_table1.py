@@ -120,7 +120,7 @@ def evaluate_model(method: str, path: Path, corpus: Any, *, median_s: float | No
     row["training"] = {k: tr.get(k) for k in ("epochs", "steps", "batch_per_subset", "seed", "wall_time_s", "best_epoch", "best_val_event_f1",
                                              "synthetic_holdout", "pseudo_stats", "grl_schedule", "corpus_command", "runs", "tri_epochs",
                                              "pseudo_threshold", "pseudo_negative", "relabel_every", "oracle_labels", "detach_labelers",
-                                             "pseudo_level", "ema", "ema_decay", "pseudo_from", "consistency")}  # fmt: skip
+                                             "pseudo_level", "ema", "ema_decay", "pseudo_from", "consistency", "augment")}  # fmt: skip
     row["training"]["labeler_hidden"] = cfg.labeler_hidden  # F1/F2's own hidden layer (None: as Ft's)
     row["validation"] = {k: card.get("metrics", {}).get("validation", {}).get(k) for k in ("event_f1", "segment_f1", "psds1")}
     return row
@@ -156,39 +156,49 @@ def _consistency(row: dict[str, Any]) -> float:
     return float(c["weight"]) if c else 0.0
 
 
+def _augment(row: dict[str, Any]) -> tuple[int, float, float] | None:
+    """The log-mel augmentation the row's model trained with (``--augment``: shift, filter dB, level dB; None: none)."""
+    a = row["training"].get("augment")
+    return (int(a["shift"]), float(a["filter_db"]), float(a["gain_db"])) if a else None
+
+
 def _oracle(row: dict[str, Any]) -> bool:
     """Trained with ``--oracle-labels`` (the generator's truth of the real clips: an analysis ceiling, not a method)."""
     return bool(row["training"].get("oracle_labels"))
 
 
-def _baseline_peer(row: dict[str, Any], steps: Any, ema: float | None, cons: float = 0.0) -> bool:
+def _baseline_peer(row: dict[str, Any], steps: Any, ema: float | None, cons: float = 0.0, aug: tuple[Any, ...] | None = None) -> bool:
     """A baseline (no oracle labels) of ``steps`` steps, selected from the same weight averaging (``--ema``) and trained
-    with the same consistency weight (0: none): the peer a method's row is met against."""
+    with the same consistency weight (0: none) and augmentation (None: none): the peer a method's row is met against."""
     return (row["method"] == "baseline" and not _oracle(row) and row["training"].get("steps") == steps and _ema(row) == ema
-            and _consistency(row) == cons)  # fmt: skip
+            and _consistency(row) == cons and _augment(row) == aug)  # fmt: skip
 
 
 def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Per recipe (method, its tri-training options, weight averaging, steps; no oracle rows): the mean real event F1
     over its seeds against the mean of the baselines of the same seeds, steps and weight averaging (``--ema``), so a
     recipe run on fewer seeds meets the same seeds' baselines (the baselines' spread across seeds is as large as the
-    methods' gains)."""
+    methods' gains).
+
+    A recipe trained with ``--augment`` meets the baselines given the same augmentation (both sides of the comparison
+    see the same data), and also the plain ones (``gain_over_unaugmented_baseline``); an augmented baseline meets the
+    plain baselines."""
     out: dict[str, Any] = {}
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in rows:
-        if _oracle(r) or (r["method"] == "baseline" and not _consistency(r)):
+        if _oracle(r) or (r["method"] == "baseline" and not _consistency(r) and _augment(r) is None):
             continue
-        key = (r["method"], _tri_recipe(r) if "tri" in r["method"] else None, _ema(r), r["training"].get("steps"), _consistency(r))
+        key = (r["method"], _tri_recipe(r) if "tri" in r["method"] else None, _ema(r), r["training"].get("steps"), _consistency(r), _augment(r))
         groups.setdefault(key, []).append(r)
 
-    def baselines(steps: Any, ema: float | None, cons: float) -> dict[Any, dict[str, Any]]:
-        return {r["training"].get("seed"): r for r in rows if _baseline_peer(r, steps, ema, cons)}
+    def baselines(steps: Any, ema: float | None, cons: float, aug: tuple[Any, ...] | None = None) -> dict[Any, dict[str, Any]]:
+        return {r["training"].get("seed"): r for r in rows if _baseline_peer(r, steps, ema, cons, aug)}
 
-    for (meth, recipe, ema, steps, cons), rs in groups.items():
+    for (meth, recipe, ema, steps, cons, aug), rs in groups.items():
         seeds = [r["training"].get("seed") for r in rs]
         if None in seeds or len(set(seeds)) != len(seeds):
             continue  # cards without a seed, or the same seed twice: not a seed mean
-        base = baselines(steps, ema, 0.0)
+        base = baselines(steps, ema, 0.0, None if meth == "baseline" else aug)
         if not all(sd in base for sd in seeds):
             continue
         m = sum(r["real"]["event_f1"] for r in rs) / len(rs)
@@ -196,12 +206,18 @@ def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
         name = meth if recipe is None else f"{meth} {dict(zip(TRI_RECIPE_FIELDS, recipe))}"
         ent = {"seeds": seeds, "event_f1": [r["real"]["event_f1"] for r in rs], "mean": round(m, 2),
                "baseline_event_f1": [base[sd]["real"]["event_f1"] for sd in seeds], "baseline_mean": round(mb, 2), "gain": round(m - mb, 2)}  # fmt: skip
-        cb = baselines(steps, ema, cons)  # with a consistency loss: also against the baselines given the same one
+        pb = baselines(steps, ema, 0.0)  # with augmentation: also against the plain baselines
+        if aug is not None and meth != "baseline" and all(sd in pb for sd in seeds):
+            mp = sum(pb[sd]["real"]["event_f1"] for sd in seeds) / len(seeds)
+            ent.update({"unaugmented_baseline_event_f1": [pb[sd]["real"]["event_f1"] for sd in seeds],
+                        "unaugmented_baseline_mean": round(mp, 2), "gain_over_unaugmented_baseline": round(m - mp, 2)})  # fmt: skip
+        cb = baselines(steps, ema, cons, aug)  # with a consistency loss: also against the baselines given the same one
         if cons and meth != "baseline" and all(sd in cb for sd in seeds):
             mc = sum(cb[sd]["real"]["event_f1"] for sd in seeds) / len(seeds)
             ent.update({"consistency_baseline_event_f1": [cb[sd]["real"]["event_f1"] for sd in seeds],
                         "consistency_baseline_mean": round(mc, 2), "gain_over_consistency_baseline": round(m - mc, 2)})  # fmt: skip
-        out[f"{name}{'' if ema is None else f', EMA {ema:g}'}{f', consistency {cons:g}' if cons else ''}, {steps} steps"] = ent
+        tag = "" if aug is None else f", augment {aug[0]}/{aug[1]:g}/{aug[2]:g}"
+        out[f"{name}{'' if ema is None else f', EMA {ema:g}'}{f', consistency {cons:g}' if cons else ''}{tag}, {steps} steps"] = ent
     return out
 
 
@@ -311,7 +327,8 @@ def main(argv: list[str] | None = None) -> int:
             steps = by["adv-time+tri"]["training"].get("steps")
             # (the main baseline row is its own peer when it ran as many steps, e.g. a 15-epoch baseline beside 10 + 5 epochs)
             ema = _ema(by["adv-time+tri"])  # (a baseline selected from a weight average is the peer of such a row only)
-            peers = [r for r in [b, *extra] if steps is not None and _baseline_peer(r, steps, ema)]
+            aug = _augment(by["adv-time+tri"])  # (and given the same augmentation)
+            peers = [r for r in [b, *extra] if steps is not None and _baseline_peer(r, steps, ema, aug=aug)]
             if peers:
                 g = round(by["adv-time+tri"]["real"]["event_f1"] - peers[0]["real"]["event_f1"], 2)
                 summary["target_equal_steps"] = {"what": f"Adv.time+Tri against a baseline trained for the same {steps} steps ({peers[0]['name']})",
@@ -321,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
                 rule = _tri_recipe(by["adv-time+tri"])
                 tri = [by["adv-time+tri"]] + [r for r in extra if r["method"] == "adv-time+tri" and r["training"].get("steps") == steps
                                               and _tri_recipe(r) == rule and _ema(r) == ema
-                                              and _consistency(r) == _consistency(by["adv-time+tri"])]  # fmt: skip
+                                              and _consistency(r) == _consistency(by["adv-time+tri"]) and _augment(r) == aug]  # fmt: skip
                 if len(tri) > 1 or len(peers) > 1:
                     mt = sum(r["real"]["event_f1"] for r in tri) / len(tri)
                     mb = sum(r["real"]["event_f1"] for r in peers) / len(peers)

@@ -741,6 +741,20 @@ def test_table1_seed_means_are_paired_by_seed():
     assert cout[ct]["mean"] == 55.5 and cout[ct]["gain"] == 9.5 and cout[ct]["consistency_baseline_mean"] == 48.5
     assert cout[ct]["gain_over_consistency_baseline"] == 7.0
     assert mod.oracle_ceiling(crows)["baseline with oracle labels, 4500 steps"]["baseline_event_f1"] == [40.0, 50.0, 44.0]
+    # log-mel augmentation: the recipe meets the baselines given the same augmentation, and also the plain ones
+    aug = {"augment": {"shift": 8, "filter_db": 6.0, "gain_db": 6.0}}
+    arows = rows + [row("baseline", 0, 46.0, ema=0.999, **aug), row("baseline", 1, 50.0, ema=0.999, **aug),
+                    row("adv-time+tri", 0, 52.0, ema=0.999, ema_decay=0.999, pseudo_from="ema", **tri, **aug),
+                    row("adv-time+tri", 1, 57.0, ema=0.999, ema_decay=0.999, pseudo_from="ema", **tri, **aug),
+                    row("baseline", 2, 48.0, ema=0.999, augment={"shift": 4, "filter_db": 6.0, "gain_db": 6.0})]  # fmt: skip
+    aout = mod.seed_means_paired(arows)
+    assert aout[avg] == out[avg] and aout[mt] == out[mt]  # the plain recipes keep their plain baselines
+    ab = aout["baseline, EMA 0.999, augment 8/6/6, 4500 steps"]
+    assert ab["baseline_event_f1"] == [43.0, 49.0] and ab["gain"] == 2.0 and "gain_over_unaugmented_baseline" not in ab
+    (at,) = [k for k in aout if k.startswith("adv-time+tri") and k.endswith("augment 8/6/6, 4500 steps")]
+    assert aout[at]["baseline_event_f1"] == [46.0, 50.0] and aout[at]["gain"] == 6.5
+    assert aout[at]["unaugmented_baseline_mean"] == 46.0 and aout[at]["gain_over_unaugmented_baseline"] == 8.5
+    assert "baseline, EMA 0.999, augment 4/6/6, 4500 steps" not in aout  # no plain EMA baseline of seed 2
     rows.append(row("baseline", 5, 61.0, oracle_labels=True))  # no plain baseline of seed 5: no paired figure
     c = mod.oracle_ceiling(rows)["baseline with oracle labels, 4500 steps"]
     assert c["oracle_mean"] == 60.5 and c["gain"] == round(60.5 - 134.0 / 3, 2) and "paired_gain" not in c
