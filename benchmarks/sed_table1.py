@@ -75,7 +75,7 @@ def _fmt(v: Any, w: int = 7) -> str:
     return f"{v:{w}.2f}" if isinstance(v, (int, float)) and v == v else " " * (w - 1) + "-"
 
 
-def parse_model_specs(ap: argparse.ArgumentParser, specs: list[str]) -> list[tuple[str, str, Path]]:
+def parse_model_specs(ap: argparse.ArgumentParser, specs: list[str], *, allow_empty: bool = False) -> list[tuple[str, str, Path]]:
     """``--model METHOD[@LABEL]=PATH`` options as ``(method, label or "", path)``; bad ones are usage errors (``ap.error``)."""
     out = []
     for m in specs:
@@ -86,7 +86,7 @@ def parse_model_specs(ap: argparse.ArgumentParser, specs: list[str]) -> list[tup
         if meth not in METHOD_NAMES:
             ap.error(f"unknown method {meth!r}; one of {', '.join(METHOD_NAMES)}")
         out.append((meth, label, Path(path)))
-    if not out:
+    if not out and not allow_empty:
         ap.error("give at least one --model METHOD=PATH")
     return out
 
@@ -114,15 +114,46 @@ def evaluate_model(method: str, path: Path, corpus: Any, *, median_s: float | No
         feats = corpus.features(sub, cfg, progress=False)[sl]
         probs = predict_frames(model, feats)
         row[dom] = score_probs(probs, files, corpus.strong[sub], cfg, median_s=med, threshold=thr, clip_s=corpus.clip_s, psds=psds)
+    row["score_s"] = round(time.monotonic() - t0, 1)
+    _card_fields(row, card, cfg.labeler_hidden)
+    return row
+
+
+def _card_fields(row: dict[str, Any], card: dict[str, Any], labeler_hidden: int | None) -> None:
+    """The domain gaps, and the training options and validation scores of a row's model card (shared by both row kinds)."""
+    tr = card.get("training", {})
     row["gap_event_f1"] = round(row["synthetic"]["event_f1"] - row["real"]["event_f1"], 2)
     row["gap_segment_f1"] = round(row["synthetic"]["segment_f1"] - row["real"]["segment_f1"], 2)
-    row["score_s"] = round(time.monotonic() - t0, 1)
     row["training"] = {k: tr.get(k) for k in ("epochs", "steps", "batch_per_subset", "seed", "wall_time_s", "best_epoch", "best_val_event_f1",
                                              "synthetic_holdout", "pseudo_stats", "grl_schedule", "corpus_command", "runs", "tri_epochs",
                                              "pseudo_threshold", "pseudo_negative", "relabel_every", "oracle_labels", "detach_labelers",
                                              "pseudo_level", "ema", "ema_decay", "pseudo_from", "consistency", "augment")}  # fmt: skip
-    row["training"]["labeler_hidden"] = cfg.labeler_hidden  # F1/F2's own hidden layer (None: as Ft's)
+    row["training"]["labeler_hidden"] = labeler_hidden  # F1/F2's own hidden layer (None: as Ft's)
     row["validation"] = {k: card.get("metrics", {}).get("validation", {}).get(k) for k in ("event_f1", "segment_f1", "psds1")}
+
+
+def card_row(method: str, path: Path, corpus_command: str | None) -> dict[str, Any]:
+    """A row from a model card's own scores, for a run whose weights are gone (trained in an earlier session; only
+    its card was kept in ``benchmarks/results``). The trainer scores the eval and held-out synthetic clips once, with
+    the same post-processing and metric code as :func:`evaluate_model` (``streamkit.train.sed.score_probs``), so the
+    figures are the ones this script would compute from the weights. The card must come from a model trained on
+    this corpus (the same ``streamkit corpus sed`` command)."""
+    try:
+        card = json.loads(path.read_text(encoding="utf-8"))
+        metrics = card["metrics"]
+        real, syn = dict(metrics["eval"]), dict(metrics["synthetic_holdout"])
+        for d in (real, syn):
+            float(d["event_f1"]), float(d["segment_f1"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SystemExit(f"error: {path}: not a `streamkit train sed` model card with eval and synthetic scores ({type(e).__name__}: {e})") from None
+    if card.get("method") != method:
+        raise SystemExit(f"error: {path.name} is the card of a --method {card.get('method')} model, given as {method}")
+    theirs = card.get("training", {}).get("corpus_command")
+    if corpus_command is not None and theirs != corpus_command:
+        raise SystemExit(f"error: {path.name} was trained on another corpus ({theirs!r}; this one: {corpus_command!r})")
+    row: dict[str, Any] = {"method": method, "name": METHOD_NAMES[method], "weights": None, "card": path.name,
+                           "parameters": card.get("parameters"), "real": real, "synthetic": syn, "score_s": None}  # fmt: skip
+    _card_fields(row, card, (card.get("config") or {}).get("labeler_hidden"))
     return row
 
 
@@ -272,6 +303,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", required=True, help="the `streamkit corpus sed` directory the models were trained on")
     ap.add_argument("--model", action="append", default=[], metavar="METHOD=PATH", help="a trained weight file per method (repeat)")
+    ap.add_argument("--card", action="append", default=[], metavar="METHOD=CARD",
+                    help="a row from a model card's recorded eval/synthetic scores, for a run whose weights are gone "
+                    "(METHOD[@LABEL]=CARD.json, repeat; the card must be of this corpus)")
     ap.add_argument("--cache", default=None, help="log-mel cache directory (default <corpus>/features, shared with training)")
     ap.add_argument("--median-s", type=float, default=None, help="override the model cards' median filter length")
     ap.add_argument("--threshold", type=float, default=None, help="override the model cards' threshold")
@@ -284,12 +318,16 @@ def main(argv: list[str] | None = None) -> int:
     from streamkit.train.sed import SedCorpus
 
     torch.set_num_threads(a.threads)
-    models: list[tuple[str, Path]] = []
+    models: list[tuple[str, Path, bool]] = []  # (method, path, a card rather than weights)
     labels: dict[int, str] = {}
-    for meth, label, path in parse_model_specs(ap, a.model):
+    specs = [(*m, False) for m in parse_model_specs(ap, a.model, allow_empty=bool(a.card))]
+    specs += [(*m, True) for m in parse_model_specs(ap, a.card, allow_empty=True)]
+    if not specs:
+        ap.error("give at least one --model METHOD=PATH (or --card METHOD=CARD)")
+    for meth, label, path, is_card in specs:
         if label:
             labels[len(models)] = label
-        models.append((meth, path))
+        models.append((meth, path, is_card))
     order = list(METHOD_NAMES)
     idx = sorted(range(len(models)), key=lambda i: (i in labels, order.index(models[i][0])))
     models = [models[i] for i in idx]
@@ -297,9 +335,15 @@ def main(argv: list[str] | None = None) -> int:
     corpus = SedCorpus(a.corpus, a.cache)
     corpus.require("synthetic", "eval")
     rows, extra = [], []
-    for j, (meth, path) in enumerate(models):
-        print(f"scoring {meth}{' (' + labels[j] + ')' if j in labels else ''} ({path.name}) ...", file=sys.stderr, flush=True)
-        r = evaluate_model(meth, path, corpus, median_s=a.median_s, threshold=a.threshold, psds=not a.no_psds)
+    if any(c for _, _, c in models) and (a.median_s is not None or a.threshold is not None):
+        ap.error("--median-s / --threshold rescore weights; a --card row keeps its card's post-processing")
+    for j, (meth, path, is_card) in enumerate(models):
+        what = "reading the card of" if is_card else "scoring"
+        print(f"{what} {meth}{' (' + labels[j] + ')' if j in labels else ''} ({path.name}) ...", file=sys.stderr, flush=True)
+        if is_card:
+            r = card_row(meth, path, corpus.corpus_command())
+        else:
+            r = evaluate_model(meth, path, corpus, median_s=a.median_s, threshold=a.threshold, psds=not a.no_psds)
         if j in labels:
             r["label"] = labels[j]
             r["name"] = f"{r['name']} ({labels[j]})"

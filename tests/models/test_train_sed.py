@@ -603,6 +603,68 @@ def test_table1_main_baseline_is_its_own_equal_steps_peer(corpus, tmp_path, caps
     capsys.readouterr()
 
 
+def test_table1_card_rows_equal_rescored_weights(corpus, tmp_path, capsys):
+    """--card METHOD=CARD: a row from a model card's recorded scores (a run whose weights are gone) holds the figures
+    that scoring its weights gives, pairs like a scored row, and refuses a card of another method, another corpus, a
+    broken card and a rescoring option."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from streamkit.train.sed import train
+
+    bench_dir = Path(__file__).resolve().parents[2] / "benchmarks"
+    sys.path.insert(0, str(bench_dir))
+    spec = importlib.util.spec_from_file_location("sed_table1_card_bench", bench_dir / "sed_table1.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    b, t = tmp_path / "b" / "m.pt", tmp_path / "t" / "m.pt"
+    train(corpus, b, _opts(method="baseline", epochs=2), cfg=_tiny(), quiet=True)
+    train(corpus, t, _opts(method="adv-time+tri", epochs=1, tri_epochs=1), cfg=_tiny(), quiet=True)
+    out = tmp_path / "t.json"
+    assert mod.main(["--corpus", str(corpus), "--model", f"baseline={b}", "--model", f"adv-time+tri={t}", "--no-psds", "--out", str(out)]) == 0
+    scored = {r["method"]: r for r in json.loads(out.read_text())["rows"]}
+    bc, tc = b.with_suffix(".json"), t.with_suffix(".json")
+    assert mod.main(["--corpus", str(corpus), "--card", f"baseline={bc}", "--card", f"adv-time+tri={tc}", "--out", str(out)]) == 0
+    res = json.loads(out.read_text())
+    carded = {r["method"]: r for r in res["rows"]}
+    for m in ("baseline", "adv-time+tri"):
+        c, s = carded[m], scored[m]
+        assert c["card"] == "m.json" and c["weights"] is None and c["score_s"] is None
+        for dom in ("real", "synthetic"):
+            for k in ("event_f1", "segment_f1", "event_er", "event_f1_per_class", "post"):
+                assert c[dom][k] == s[dom][k], (m, dom, k)
+        assert c["training"] == s["training"] and c["validation"]["event_f1"] == s["validation"]["event_f1"]
+        assert c["gap_event_f1"] == s["gap_event_f1"]
+    g = res["summary"]["gain_over_baseline_event_f1"]["adv-time+tri"]
+    assert g == round(scored["adv-time+tri"]["real"]["event_f1"] - scored["baseline"]["real"]["event_f1"], 2)
+    # a scored row and a card row mix (the card as a labelled extra row)
+    assert mod.main(["--corpus", str(corpus), "--model", f"baseline={b}", "--card", f"baseline@card={bc}", "--no-psds", "--out", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res["extra_rows"][0]["card"] == "m.json" and res["extra_rows"][0]["real"]["event_f1"] == res["rows"][0]["real"]["event_f1"]
+    with pytest.raises(SystemExit, match="card of a --method baseline model"):
+        mod.main(["--corpus", str(corpus), "--card", f"adv-time={bc}", "--out", str(out)])
+    other = tmp_path / "other.json"
+    card = json.loads(bc.read_text())
+    card["training"]["corpus_command"] = card["training"]["corpus_command"].replace("--seed", "--seed 9 --x")
+    other.write_text(json.dumps(card))
+    with pytest.raises(SystemExit, match="trained on another corpus"):
+        mod.main(["--corpus", str(corpus), "--card", f"baseline={other}", "--out", str(out)])
+    del card["metrics"]["eval"]
+    other.write_text(json.dumps(card))
+    with pytest.raises(SystemExit, match="not a `streamkit train sed` model card"):
+        mod.main(["--corpus", str(corpus), "--card", f"baseline={other}", "--out", str(out)])
+    other.write_text("{broken")
+    with pytest.raises(SystemExit, match="not a `streamkit train sed` model card"):
+        mod.main(["--corpus", str(corpus), "--card", f"baseline={other}", "--out", str(out)])
+    with pytest.raises(SystemExit):
+        mod.main(["--corpus", str(corpus), "--card", f"baseline={bc}", "--threshold", "0.3", "--out", str(out)])
+    assert "a --card row keeps its card's post-processing" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        mod.main(["--corpus", str(corpus), "--out", str(out)])
+    assert "give at least one --model" in capsys.readouterr().err
+
+
 def test_train_sed_post_writes_the_tuned_setting(corpus, tmp_path, capsys):
     """`streamkit train sed-post`: the same weights, meta['post_tuned'] per class, usable by sed_file(post='tuned'); errors exit 2."""
     from streamkit.cli import main
