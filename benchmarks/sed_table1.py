@@ -320,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(a.threads)
     models: list[tuple[str, Path, bool]] = []  # (method, path, a card rather than weights)
     labels: dict[int, str] = {}
-    specs = [(*m, False) for m in parse_model_specs(ap, a.model, allow_empty=bool(a.card))]
+    specs = [(*m, False) for m in parse_model_specs(ap, a.model, allow_empty=True)]
     specs += [(*m, True) for m in parse_model_specs(ap, a.card, allow_empty=True)]
     if not specs:
         ap.error("give at least one --model METHOD=PATH (or --card METHOD=CARD)")

@@ -96,6 +96,21 @@ def _tiny():
     return SedConfig(**PRESETS["tiny"])
 
 
+def _bench(name, tag):
+    """A script of benchmarks/ loaded as a module named ``{name}_{tag}`` (benchmarks/ on sys.path for its own imports)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    bench_dir = Path(__file__).resolve().parents[2] / "benchmarks"
+    if str(bench_dir) not in sys.path:
+        sys.path.insert(0, str(bench_dir))
+    spec = importlib.util.spec_from_file_location(f"{name}_{tag}", bench_dir / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def _opts(**kw):
     from streamkit.train.sed import TrainOptions
 
@@ -454,16 +469,11 @@ def test_missing_or_corrupt_corpus(corpus, tmp_path, capsys):
 
 def test_post_tune_benchmark(corpus, tmp_path, capsys):
     """benchmarks/sed_post_tune.py: per-model tuning on validation, eval scored three ways, seed means and the target."""
-    import importlib.util
-    from pathlib import Path
-
     from streamkit.train.sed import train
 
     m = tmp_path / "m.pt"
     train(corpus, m, _opts(method="baseline", epochs=1), cfg=_tiny(), quiet=True)
-    spec = importlib.util.spec_from_file_location("sed_post_tune_bench", Path(__file__).resolve().parents[2] / "benchmarks" / "sed_post_tune.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = _bench("sed_post_tune", "bench")
     out = tmp_path / "r.json"
     assert bench.main(["--corpus", str(corpus), "--model", f"baseline={m}", "--model", f"adv-time+tri@copy={m}", "--out", str(out)]) == 0
     res = json.loads(out.read_text())
@@ -482,15 +492,10 @@ def test_post_tune_benchmark(corpus, tmp_path, capsys):
 
 def test_pseudo_label_benchmark(corpus, tmp_path, capsys):
     """benchmarks/sed_pseudo_labels.py: frame and clip rules against the truth, each head's validation F1."""
-    import importlib.util
-    from pathlib import Path
-
     from streamkit.train.sed import train
 
     train(corpus, tmp_path / "m.pt", _opts(method="tri", epochs=1, max_steps=4), cfg=_tiny(), quiet=True)
-    spec = importlib.util.spec_from_file_location("sed_pl_bench", Path(__file__).resolve().parents[2] / "benchmarks" / "sed_pseudo_labels.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = _bench("sed_pseudo_labels", "pl_bench")
     out = tmp_path / "r.json"
     assert bench.main(["--corpus", str(corpus), "--ckpt", str(tmp_path / "m.ckpt"), "--out", str(out)]) == 0
     res = json.loads(out.read_text())
@@ -530,19 +535,9 @@ def test_pseudo_label_benchmark(corpus, tmp_path, capsys):
 
 def test_benchmarks_keep_oracle_rows_apart(corpus, tmp_path, capsys):
     """A model trained with --oracle-labels is reported as a ceiling, never averaged into its method's seeds."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-
     from streamkit.train.sed import train
 
-    bench_dir = Path(__file__).resolve().parents[2] / "benchmarks"
-    sys.path.insert(0, str(bench_dir))
-    mods = {}
-    for name in ("sed_table1", "sed_post_tune"):
-        spec = importlib.util.spec_from_file_location(f"{name}_oracle_bench", bench_dir / f"{name}.py")
-        mods[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mods[name])
+    mods = {name: _bench(name, "oracle_bench") for name in ("sed_table1", "sed_post_tune")}
     m, o = tmp_path / "m" / "m.pt", tmp_path / "o" / "m.pt"
     train(corpus, m, _opts(method="baseline", epochs=1), cfg=_tiny(), quiet=True)
     train(corpus, o, _opts(method="baseline", epochs=1, oracle_labels=True), cfg=_tiny(), quiet=True)
@@ -567,17 +562,9 @@ def test_benchmarks_keep_oracle_rows_apart(corpus, tmp_path, capsys):
 def test_table1_main_baseline_is_its_own_equal_steps_peer(corpus, tmp_path, capsys):
     """A main baseline row trained as many steps as adv-time+tri (15 vs 10 + 5 epochs) is the equal-steps peer,
     and with a second seed of each the seed means count it."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-
     from streamkit.train.sed import train
 
-    bench_dir = Path(__file__).resolve().parents[2] / "benchmarks"
-    sys.path.insert(0, str(bench_dir))
-    spec = importlib.util.spec_from_file_location("sed_table1_peer_bench", bench_dir / "sed_table1.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _bench("sed_table1", "peer_bench")
     paths = {}
     for name, kw in {
         "b0": dict(method="baseline", epochs=2),
@@ -607,17 +594,9 @@ def test_table1_card_rows_equal_rescored_weights(corpus, tmp_path, capsys):
     """--card METHOD=CARD: a row from a model card's recorded scores (a run whose weights are gone) holds the figures
     that scoring its weights gives, pairs like a scored row, and refuses a card of another method, another corpus, a
     broken card and a rescoring option."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-
     from streamkit.train.sed import train
 
-    bench_dir = Path(__file__).resolve().parents[2] / "benchmarks"
-    sys.path.insert(0, str(bench_dir))
-    spec = importlib.util.spec_from_file_location("sed_table1_card_bench", bench_dir / "sed_table1.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _bench("sed_table1", "card_bench")
     b, t = tmp_path / "b" / "m.pt", tmp_path / "t" / "m.pt"
     train(corpus, b, _opts(method="baseline", epochs=2), cfg=_tiny(), quiet=True)
     train(corpus, t, _opts(method="adv-time+tri", epochs=1, tri_epochs=1), cfg=_tiny(), quiet=True)
@@ -742,15 +721,7 @@ def test_labeler_hidden_layer_leaves_F_and_Ft_alone(corpus, tmp_path):
 
 def test_table1_seed_means_are_paired_by_seed():
     """sed_table1's seed means: each recipe against the baselines of its own seeds; variants and oracle rows apart."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    bench_dir = Path(__file__).resolve().parents[2] / "benchmarks"
-    sys.path.insert(0, str(bench_dir))
-    spec = importlib.util.spec_from_file_location("sed_table1_paired", bench_dir / "sed_table1.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _bench("sed_table1", "paired")
 
     def row(method, seed, f1, steps=4500, **tr):
         return {"method": method, "real": {"event_f1": f1}, "training": {"seed": seed, "steps": steps, **tr}}
