@@ -127,7 +127,7 @@ def _card_fields(row: dict[str, Any], card: dict[str, Any], labeler_hidden: int 
     row["training"] = {k: tr.get(k) for k in ("epochs", "steps", "batch_per_subset", "seed", "wall_time_s", "best_epoch", "best_val_event_f1",
                                              "synthetic_holdout", "pseudo_stats", "grl_schedule", "corpus_command", "runs", "tri_epochs",
                                              "pseudo_threshold", "pseudo_negative", "relabel_every", "oracle_labels", "detach_labelers",
-                                             "pseudo_level", "ema", "ema_decay", "pseudo_from", "consistency", "augment")}  # fmt: skip
+                                             "pseudo_level", "ema", "ema_decay", "pseudo_from", "consistency", "augment", "teacher")}  # fmt: skip
     row["training"]["labeler_hidden"] = labeler_hidden  # F1/F2's own hidden layer (None: as Ft's)
     row["validation"] = {k: card.get("metrics", {}).get("validation", {}).get(k) for k in ("event_f1", "segment_f1", "psds1")}
 
@@ -193,6 +193,18 @@ def _augment(row: dict[str, Any]) -> tuple[int, float, float] | None:
     return (int(a["shift"]), float(a["filter_db"]), float(a["gain_db"])) if a else None
 
 
+def _teacher(row: dict[str, Any]) -> tuple[Any, ...] | None:
+    """The teacher a row's model learnt its real clips' labels from (``--teacher``: the teacher's method and seed from its
+    card, the label level and thresholds, the teacher file's digest; None: no teacher)."""
+    t = row["training"].get("teacher")
+    if not t:
+        return None
+    tc = t.get("card") or {}
+    tr = row["training"]
+    return (tc.get("method"), tc.get("seed"), tr.get("pseudo_level") or "frame", tr.get("pseudo_threshold"), tr.get("pseudo_negative"),
+            str(t.get("sha256"))[:12])  # fmt: skip
+
+
 def _oracle(row: dict[str, Any]) -> bool:
     """Trained with ``--oracle-labels`` (the generator's truth of the real clips: an analysis ceiling, not a method)."""
     return bool(row["training"].get("oracle_labels"))
@@ -219,13 +231,14 @@ def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for r in rows:
         if _oracle(r) or (r["method"] == "baseline" and not _consistency(r) and _augment(r) is None):
             continue
-        key = (r["method"], _tri_recipe(r) if "tri" in r["method"] else None, _ema(r), r["training"].get("steps"), _consistency(r), _augment(r))
+        key = (r["method"], _tri_recipe(r) if "tri" in r["method"] else None, _ema(r), r["training"].get("steps"), _consistency(r), _augment(r),
+               _teacher(r))  # fmt: skip
         groups.setdefault(key, []).append(r)
 
     def baselines(steps: Any, ema: float | None, cons: float, aug: tuple[Any, ...] | None = None) -> dict[Any, dict[str, Any]]:
         return {r["training"].get("seed"): r for r in rows if _baseline_peer(r, steps, ema, cons, aug)}
 
-    for (meth, recipe, ema, steps, cons, aug), rs in groups.items():
+    for (meth, recipe, ema, steps, cons, aug, teacher), rs in groups.items():
         seeds = [r["training"].get("seed") for r in rs]
         if None in seeds or len(set(seeds)) != len(seeds):
             continue  # cards without a seed, or the same seed twice: not a seed mean
@@ -235,6 +248,9 @@ def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
         m = sum(r["real"]["event_f1"] for r in rs) / len(rs)
         mb = sum(base[sd]["real"]["event_f1"] for sd in seeds) / len(seeds)
         name = meth if recipe is None else f"{meth} {dict(zip(TRI_RECIPE_FIELDS, recipe))}"
+        if teacher is not None:  # (self-training: the teacher's own training is a run before this one's steps)
+            who = f"{teacher[0]} seed {teacher[1]}" if teacher[0] is not None else "a model without its card"
+            name += f", student of {who} ({teacher[2]} labels, P {teacher[3]:g}, N {teacher[4]:g}, {teacher[5]})"
         ent = {"seeds": seeds, "event_f1": [r["real"]["event_f1"] for r in rs], "mean": round(m, 2),
                "baseline_event_f1": [base[sd]["real"]["event_f1"] for sd in seeds], "baseline_mean": round(mb, 2), "gain": round(m - mb, 2)}  # fmt: skip
         pb = baselines(steps, ema, 0.0)  # with augmentation: also against the plain baselines

@@ -349,6 +349,7 @@ class TrainOptions:
     consistency: float = 0.0  #: mean-teacher consistency weight: MSE of Ft's probabilities to the EMA model's (needs ema; 0: off)
     consistency_rampup: int = 1  #: epochs over which the consistency weight ramps up, exp(-5 (1 - t)^2)
     augment: MelAugment | None = None  #: perturb every training clip's log-mel from step 0 (see sed_augment; None: off)
+    teacher: str | None = None  #: a trained model file whose Ft labels W and U once, used from step 0 (not tri-training methods)
 
     def pseudo_rule(self) -> dict[str, float]:
         """The pseudo-label thresholds (validated): ``{"positive": .., "negative": ..}``."""
@@ -372,6 +373,8 @@ class TrainOptions:
             fp["consistency"] = [float(self.consistency), int(self.consistency_rampup)]  # from step 0 (tri: checked at the switch)
         if self.augment is not None:
             fp["augment"] = self.augment.to_dict()  # from step 0 (absent when off, as above)
+        if self.teacher is not None:  # from step 0: the teacher file's digest and the label rule
+            fp["teacher"] = {"sha256": file_sha256(self.teacher), "rule": self.pseudo_rule(), "level": self.pseudo_level}
         return {**fp, "tri_epochs": self.final_epochs()}
 
     def final_epochs(self) -> int:
@@ -497,7 +500,7 @@ class _Data:
     def __init__(self, corpus: SedCorpus, cfg: SedConfig, opts: TrainOptions, quiet: bool) -> None:
         corpus.require("synthetic", "weak", "validation")
         adv, tri = parse_method(opts.method)
-        self.uses_u = adv is not None or tri or opts.oracle_labels or bool(opts.consistency)
+        self.uses_u = adv is not None or tri or opts.oracle_labels or bool(opts.consistency) or opts.teacher is not None
         if self.uses_u:
             corpus.require("unlabelled")
         s_files = corpus.files["synthetic"]
@@ -562,6 +565,60 @@ def _pseudo_label_all(
         frames.append(torch.where(pl["frame_mask"] > 0, pl["frame"], torch.full_like(pl["frame"], -1)).to(torch.int8).numpy())
         clips.append(torch.where(pl["clip_mask"] > 0, pl["clip"], torch.full_like(pl["clip"], -1)).to(torch.int8).numpy())
     return np.concatenate(frames), np.concatenate(clips)
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes (a teacher model's identity in the checkpoint fingerprint and the card)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def load_teacher(path: str | Path, cfg: SedConfig) -> tuple[SedModel, dict[str, Any]]:
+    """``--teacher``: a model file of ``streamkit train sed`` whose features and frame rate are this run's.
+
+    Raises ``ValueError`` (missing or corrupt file, another feature front end or time pooling)."""
+    from streamkit.core.errors import ModelError
+    from streamkit.models.sed_crnn import load_model
+
+    try:
+        model, meta = load_model(path)
+    except (ModelError, OSError) as e:
+        raise ValueError(f"--teacher {path}: {e}") from None
+    mine, theirs = cfg.to_dict(), model.cfg.to_dict()
+    keys = ("rate", "n_fft", "hop", "n_mels", "f_min", "f_max", "classes")
+    diff = {k: (mine.get(k), theirs.get(k)) for k in keys if mine.get(k) != theirs.get(k)}
+    if diff or model.cfg.time_pool != cfg.time_pool:
+        diff["time_pool"] = (cfg.time_pool, model.cfg.time_pool)
+        raise ValueError(f"--teacher {path}: another front end or frame rate (this run, teacher): {diff}")
+    model.eval()
+    return model, meta
+
+
+def teacher_label_all(
+    model: SedModel, feats: np.ndarray, tags: np.ndarray | None, rule: dict[str, float], batch: int = 32
+) -> tuple[np.ndarray, np.ndarray]:
+    """int8 frame (N, T', K) and clip (N, K) labels (1, 0, -1 for none) from a trained model's final classifier Ft.
+
+    The rule of :func:`streamkit.models.sed_losses.pseudo_labels` with Ft in both roles: 1 above ``positive``, 0 below
+    ``negative``, else none. ``tags`` (weak clips): the clip labels are the tags and every frame of a class the
+    tags lack is 0, as for the labelers' pseudo-labels."""
+    pos, neg = float(rule["positive"]), float(rule["negative"])
+    frames, clips = [], []
+    with torch.no_grad():
+        for i in range(0, feats.shape[0], batch):
+            out = model(torch.from_numpy(np.asarray(feats[i : i + batch], dtype=np.float32)), heads=("ft",))["ft"]
+            fr, cl = out["frame"].numpy(), out["clip"].numpy()
+            frames.append(np.where(fr > pos, 1, np.where(fr < neg, 0, -1)).astype(np.int8))
+            clips.append(np.where(cl > pos, 1, np.where(cl < neg, 0, -1)).astype(np.int8))
+    frame, clip = np.concatenate(frames), np.concatenate(clips)
+    if tags is not None:
+        held = np.asarray(tags) > 0.5
+        frame = np.where(held[:, None, :], frame, 0).astype(np.int8)
+        clip = held.astype(np.int8)
+    return frame, clip
 
 
 def consistency_ramp(step: int, rampup_steps: int) -> float:
@@ -654,7 +711,11 @@ def train(
         raise ValueError(f"--batch-size must be >= 1, got {opts.batch}")
     if tri and opts.final_epochs() < 1:
         raise ValueError(f"--tri-epochs must be >= 1, got {opts.tri_epochs}")
-    rule = opts.pseudo_rule() if tri else None
+    teach = opts.teacher is not None
+    rule = opts.pseudo_rule() if tri or teach else None
+    if teach and (tri or opts.oracle_labels):
+        raise ValueError(f"--teacher labels W and U from step 0 for a method without tri-training, not {opts.method!r}"
+                         f"{' with --oracle-labels' if opts.oracle_labels else ''}")  # fmt: skip
     if opts.relabel_every < 0:
         raise ValueError(f"--relabel-every must be >= 0, got {opts.relabel_every}")
     if opts.relabel_every and not tri:
@@ -663,8 +724,8 @@ def train(
         raise ValueError("--oracle-labels gives the true labels once; --relabel-every has nothing to remake")
     if opts.pseudo_level not in PSEUDO_LEVELS:
         raise ValueError(f"--pseudo-level must be one of {', '.join(PSEUDO_LEVELS)}, got {opts.pseudo_level!r}")
-    if not tri and (opts.detach_labelers or opts.pseudo_level != "frame"):
-        raise ValueError(f"--detach-labelers and --pseudo-level need a tri-training method, not {opts.method!r}")
+    if not tri and (opts.detach_labelers or opts.pseudo_level != "frame" and not teach):
+        raise ValueError(f"--detach-labelers and --pseudo-level need a tri-training method (or --pseudo-level a --teacher), not {opts.method!r}")
     if opts.ema is not None and not 0.0 < opts.ema < 1.0:
         raise ValueError(f"--ema must be in (0, 1), got {opts.ema}")
     if opts.pseudo_from not in PSEUDO_FROM:
@@ -678,6 +739,12 @@ def train(
     relabel = bool(opts.relabel_every)
     source = "oracle" if opts.oracle_labels else ("averaged labelers" if opts.pseudo_from == "ema" else "labelers")
     out = Path(out)
+    teacher_model = None
+    if teach:
+        if not Path(opts.teacher).is_file():  # type: ignore[arg-type]
+            raise ValueError(f"--teacher {opts.teacher}: no such file")
+        teacher_model, _meta = load_teacher(opts.teacher, cfg)  # type: ignore[arg-type]
+        source = "teacher"
     ckpt_p = Path(ckpt) if ckpt is not None else out.with_name(out.stem + ".ckpt")
     torch.set_num_threads(int(opts.threads))
     corpus = SedCorpus(corpus_dir, cache)
@@ -816,9 +883,12 @@ def train(
             stage = stage_at(step)
             refresh = (relabel and st["pseudo"] is not None and (step - switch_step) % (opts.relabel_every * steps_per_epoch) == 0
                        and st.get("pseudo_step") != step)  # fmt: skip
-            if (tri and stage == "final" or opts.oracle_labels and not tri) and (st["pseudo"] is None or refresh):
+            if (tri and stage == "final" or (opts.oracle_labels or teach) and not tri) and (st["pseudo"] is None or refresh):
                 t0 = time.monotonic()
-                if opts.oracle_labels:
+                if teacher_model is not None:  # (clean features: the teacher labels what the clips are, not their perturbations)
+                    wf, _wc = teacher_label_all(teacher_model, data.W, data.w_clip, rule)  # type: ignore[arg-type]
+                    uf, uc = teacher_label_all(teacher_model, data.U, None, rule) if data.U is not None else (None, None)  # type: ignore[arg-type]
+                elif opts.oracle_labels:
                     wf, _wc = _oracle_label_all(corpus, "weak", cfg, data.t_out)
                     uf, uc = _oracle_label_all(corpus, "unlabelled", cfg, data.t_out) if data.U is not None else (None, None)
                 else:
@@ -849,7 +919,7 @@ def train(
                 log(f"pseudo-labels at step {step}: {json.dumps(stats)}")
                 save_ckpt()
                 last_ckpt = time.monotonic()
-            pl = st["pseudo"] if stage == "final" or not tri else None  # (without tri-training: --oracle-labels only)
+            pl = st["pseudo"] if stage == "final" or not tri else None  # (without tri-training: --oracle-labels or --teacher only)
             cons = bool(opts.consistency) and (not tri or stage == "final")
             use_u = data.U is not None and (adv is not None or pl is not None or cons)
             b = opts.batch
@@ -1017,7 +1087,20 @@ def _write_model(ck: dict[str, Any], out: Path, corpus: SedCorpus, *, opts: Trai
             m = metrics[name]
             print(f"{name}: event F1 {m['event_f1']:.2f} %, segment F1 {m['segment_f1']:.2f} %, PSDS1 {m.get('psds1')}", file=sys.stderr, flush=True)
     adv, tri = parse_method(opts.method)
-    rule = opts.pseudo_rule() if tri else None
+    rule = opts.pseudo_rule() if tri or opts.teacher is not None else None
+    teacher = None
+    if opts.teacher is not None:  # (its name and digest, and its own card's method, seed and scores when beside it)
+        tp = Path(opts.teacher)
+        teacher = {"file": tp.name, "sha256": ck["fingerprint"]["teacher"]["sha256"], "labels": "Ft frame and clip probabilities "
+                   "of the clean clips, once before step 0: positive above pseudo_threshold, negative below pseudo_negative; "
+                   "weak clips: clip labels are the tags, frames of absent classes negative"}  # fmt: skip
+        try:
+            tc = json.loads(tp.with_suffix(".json").read_text(encoding="utf-8"))
+            teacher["card"] = {"file": tp.with_suffix(".json").name, "method": tc.get("method"), "seed": (tc.get("training") or {}).get("seed"),
+                               "eval_event_f1": ((tc.get("metrics") or {}).get("eval") or {}).get("event_f1"),
+                               "augment": (tc.get("training") or {}).get("augment") is not None}  # fmt: skip
+        except (OSError, ValueError, AttributeError):
+            teacher["card"] = None
     card = {
         "model": "streamkit.models.sed_crnn (CRNN: F = CNN + BiGRU, labelers F1/F2, final classifier Ft, domain classifier D behind a GRL)",
         "paper": "Park et al., Weakly labeled sound event detection using tri-training and adversarial learning (DCASE 2019 task 4)",
@@ -1056,7 +1139,8 @@ def _write_model(ck: dict[str, Any], out: Path, corpus: SedCorpus, *, opts: Trai
             "relabel_every": opts.relabel_every if tri else None,
             "oracle_labels": bool(opts.oracle_labels),
             "detach_labelers": bool(opts.detach_labelers) if tri else None,
-            "pseudo_level": opts.pseudo_level if tri else None,
+            "pseudo_level": opts.pseudo_level if tri or teacher else None,
+            "teacher": teacher,
             "pseudo_history": st.get("pseudo_history"),
             "pseudo_from": opts.pseudo_from if tri else None,
             "consistency": ({"weight": opts.consistency, "rampup_epochs": opts.consistency_rampup, "stage": "final" if tri else "all",
@@ -1142,6 +1226,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "(<subset>/meta.json), which the task withholds. Tri-training methods: in the final stage instead of F1/F2's "
                         "pseudo-labels, the ceiling of any pseudo-labeller (like the thresholds, not part of the checkpoint fingerprint "
                         "until the labels are made). Other methods: from the first step, as if the real clips were strongly labelled")
+    parser.add_argument("--teacher", default=None, metavar="MODEL.pt",
+                        help="self-training from a trained model (not in the paper; a second round of tri-training when the teacher "
+                        "is an adv-*+tri model): its final classifier Ft labels the weak and unlabelled clips once, by "
+                        "--pseudo-threshold / --pseudo-negative and --pseudo-level, and this run (a method without tri-training) "
+                        "learns from those labels from the first step. The teacher's digest enters the checkpoint and the card")
     parser.add_argument("--detach-labelers", action="store_true",
                         help="tri-training (not in the paper): F1 and F2 learn on F's output through a stop-gradient, so their "
                         "losses and eq. 8 do not shape F, which learns from Ft (and D) only")
@@ -1221,7 +1310,8 @@ def run_from_args(a: argparse.Namespace) -> int:
                             relabel_every=a.relabel_every, oracle_labels=a.oracle_labels, detach_labelers=a.detach_labelers,
                             pseudo_level=a.pseudo_level, ema=a.ema, pseudo_from=a.pseudo_from, consistency=a.consistency,
                             consistency_rampup=a.consistency_rampup,
-                            augment=MelAugment(a.aug_shift, a.aug_filter_db, a.aug_gain_db) if a.augment else None)  # fmt: skip
+                            augment=MelAugment(a.aug_shift, a.aug_filter_db, a.aug_gain_db) if a.augment else None,
+                            teacher=a.teacher)  # fmt: skip
         res = train(a.corpus, a.out, opts, cfg=cfg, resume=a.resume, ckpt=a.ckpt, cache=a.cache, quiet=a.quiet)
     except (CorpusError, ValueError, OSError) as e:
         print(f"error: {e}".replace("\n", " "), file=sys.stderr)

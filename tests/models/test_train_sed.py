@@ -788,6 +788,18 @@ def test_table1_seed_means_are_paired_by_seed():
     assert aout[at]["baseline_event_f1"] == [46.0, 50.0] and aout[at]["gain"] == 6.5
     assert aout[at]["unaugmented_baseline_mean"] == 46.0 and aout[at]["gain_over_unaugmented_baseline"] == 8.5
     assert "baseline, EMA 0.999, augment 4/6/6, 4500 steps" not in aout  # no plain EMA baseline of seed 2
+    # a student of a teacher (--teacher): its own recipe, per teacher, against the baselines of its seeds and augmentation
+    teach = {"pseudo_level": "positive", "pseudo_threshold": 0.5, "pseudo_negative": 0.05,
+             "teacher": {"sha256": "ab" * 32, "card": {"method": "adv-time+tri", "seed": 0}}}  # fmt: skip
+    trows = arows + [row("adv-time", 0, 53.0, ema=0.999, **aug, **teach), row("adv-time", 1, 56.0, ema=0.999, **aug, **teach),
+                     row("adv-time", 0, 49.0, ema=0.999, **aug, **{**teach, "teacher": {"sha256": "cd" * 32, "card": None}})]  # fmt: skip
+    tout = mod.seed_means_paired(trows)
+    (st,) = [k for k in tout if "student of adv-time+tri seed 0" in k]
+    assert st == "adv-time, student of adv-time+tri seed 0 (positive labels, P 0.5, N 0.05, abababababab), EMA 0.999, augment 8/6/6, 4500 steps"
+    assert tout[st]["event_f1"] == [53.0, 56.0] and tout[st]["baseline_event_f1"] == [46.0, 50.0] and tout[st]["gain"] == 6.5
+    assert tout[st]["gain_over_unaugmented_baseline"] == 8.5
+    (other,) = [k for k in tout if "student of a model without its card" in k and "cdcdcdcdcdcd" in k]
+    assert tout[other]["event_f1"] == [49.0] and not any(k.startswith("adv-time, EMA") for k in tout)
     rows.append(row("baseline", 5, 61.0, oracle_labels=True))  # no plain baseline of seed 5: no paired figure
     c = mod.oracle_ceiling(rows)["baseline with oracle labels, 4500 steps"]
     assert c["oracle_mean"] == 60.5 and c["gain"] == round(60.5 - 134.0 / 3, 2) and "paired_gain" not in c
@@ -1044,3 +1056,61 @@ def test_augment_is_part_of_the_run(corpus, tmp_path):
     mb, _ = load_model(tmp_path / "b" / "m.pt")
     assert all(torch.equal(va, vb) for va, vb in zip(ma.state_dict().values(), mb.state_dict().values()))
     assert [h["loss"] for h in a["state"]["history"]] == [h["loss"] for h in b["state"]["history"]]
+
+
+def test_teacher_labels_from_a_trained_model(corpus, tmp_path):
+    """--teacher: a trained model's Ft labels W and U once (the rule, W gated by its tags) and a method without
+    tri-training learns from them from step 0; the teacher is part of the run; wrong uses and files are refused."""
+    from streamkit.models.sed_crnn import load_model
+    from streamkit.train import sed as sedmod
+    from streamkit.train.sed import teacher_label_all, train
+
+    train(corpus, tmp_path / "t" / "m.pt", _opts(method="baseline", epochs=1), cfg=_tiny(), quiet=True)
+    teacher = tmp_path / "t" / "m.pt"
+    model, _ = load_model(teacher)
+    data = sedmod._Data(sedmod.SedCorpus(corpus), _tiny(), _opts(method="adv-time", teacher=str(teacher)), True)
+    rule = {"positive": 0.5, "negative": 0.3}
+    with torch.no_grad():
+        out = model(torch.from_numpy(np.asarray(data.U, dtype=np.float32)), heads=("ft",))["ft"]
+    fr, cl = out["frame"].numpy(), out["clip"].numpy()
+    uf, uc = teacher_label_all(model, data.U, None, rule, batch=4)
+    assert np.array_equal(uf == 1, fr > 0.5) and np.array_equal(uf == 0, fr < 0.3) and np.array_equal(uf == -1, (fr >= 0.3) & (fr <= 0.5))
+    assert np.array_equal(uc == 1, cl > 0.5) and np.array_equal(uc == 0, cl < 0.3)
+    wf, wc = teacher_label_all(model, data.W, data.w_clip, rule)
+    absent = data.w_clip < 0.5
+    assert np.array_equal(wc, data.w_clip.astype(np.int8)) and (wf.transpose(0, 2, 1)[absent] == 0).all()
+    # a student learns from them from the first step, the card names the teacher
+    kw = dict(method="adv-time", epochs=1, pseudo_negative=0.3, pseudo_level="positive")
+    parts: list[dict[str, float]] = []
+    st = train(corpus, tmp_path / "s" / "m.pt", _opts(**kw, teacher=str(teacher)), cfg=_tiny(), quiet=True,
+               on_step=lambda s_, p: parts.append(p))  # fmt: skip
+    assert [h["step"] for h in st["state"]["pseudo_history"]] == [0] and len(parts) == 4 and "domain" in parts[0]
+    pf = sedmod.positive_frames(uf, uc)
+    assert st["state"]["pseudo_stats"]["u_frame_positive"] == pytest.approx(float((pf == 1).mean()))
+    card = json.loads((tmp_path / "s" / "m.json").read_text())["training"]
+    assert card["teacher"]["file"] == "m.pt" and card["teacher"]["card"]["method"] == "baseline"
+    assert card["teacher"]["sha256"] == sedmod.file_sha256(teacher) and card["pseudo_level"] == "positive"
+    assert card["pseudo_negative"] == 0.3 and card["oracle_labels"] is False
+    # the teacher is part of the run: another teacher does not resume the checkpoint
+    stop = train(corpus, tmp_path / "r" / "m.pt", _opts(**kw, teacher=str(teacher), max_steps=2), cfg=_tiny(), quiet=True)
+    assert not stop["finished"]
+    other = tmp_path / "t2.pt"
+    train(corpus, other, _opts(method="baseline", epochs=1, seed=5), cfg=_tiny(), quiet=True)
+    with pytest.raises(ValueError, match="checkpoint of another run"):
+        train(corpus, tmp_path / "r" / "m.pt", _opts(**kw, teacher=str(other)), cfg=_tiny(), quiet=True, resume=True)
+    # refusals: tri-training or oracle labels beside it, a missing, corrupt or foreign teacher
+    with pytest.raises(ValueError, match="without tri-training"):
+        train(corpus, tmp_path / "x.pt", _opts(method="adv-time+tri", teacher=str(teacher)), cfg=_tiny(), quiet=True)
+    with pytest.raises(ValueError, match="with --oracle-labels"):
+        train(corpus, tmp_path / "x.pt", _opts(method="baseline", oracle_labels=True, teacher=str(teacher)), cfg=_tiny(), quiet=True)
+    with pytest.raises(ValueError, match="no such file"):
+        train(corpus, tmp_path / "x.pt", _opts(method="baseline", teacher=str(tmp_path / "none.pt")), cfg=_tiny(), quiet=True)
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a model")
+    with pytest.raises(ValueError, match="corrupt"):
+        train(corpus, tmp_path / "x.pt", _opts(method="baseline", teacher=str(bad)), cfg=_tiny(), quiet=True)
+    wide = SedConfig(**{**_tiny().to_dict(), "n_mels": 64})
+    with pytest.raises(ValueError, match="another front end"):
+        train(corpus, tmp_path / "x.pt", _opts(method="baseline", teacher=str(teacher)), cfg=wide, quiet=True)
+    with pytest.raises(ValueError, match="--pseudo-level need"):
+        train(corpus, tmp_path / "x.pt", _opts(method="baseline", pseudo_level="positive"), cfg=_tiny(), quiet=True)
