@@ -48,12 +48,19 @@ def pred_of(model: RnntModel, tokens: tuple[int, ...], lang) -> torch.Tensor:
 def exhaustive(model: RnntModel, enc: torch.Tensor, lang, S: int) -> dict[tuple[int, ...], float]:
     """log P(y) summed over every alignment with <= S labels per frame, each frame ending with blank."""
     V = model.cfg.output_size(lang if lang is not None else 0)
-    cache: dict[tuple[int, ...], torch.Tensor] = {}
+    rows: dict[tuple[int, ...], list[list[float]]] = {}  # prefix -> log-probabilities at every frame (revisited many times)
+    preds: dict[tuple[int, ...], tuple[torch.Tensor, object]] = {}  # prefix -> predictor (output, state), as pred_of's steps
 
-    def lp(t: int, y: tuple[int, ...]) -> torch.Tensor:
-        if y not in cache:
-            cache[y] = pred_of(model, y, lang)
-        return model.joint(enc[t][None], cache[y][None], lang).log_softmax(-1)[0].double()
+    def pred(y: tuple[int, ...]) -> tuple[torch.Tensor, object]:
+        if y not in preds:
+            preds[y] = model.predictor_step(torch.tensor([y[-1] if y else BLANK]), pred(y[:-1])[1] if y else None, lang)
+        return preds[y]
+
+    def lp(t: int, y: tuple[int, ...]) -> list[float]:
+        if y not in rows:
+            p = pred(y)[0][0]
+            rows[y] = model.joint(enc, p[None].expand(enc.shape[0], -1), lang).log_softmax(-1).double().tolist()
+        return rows[y][t]
 
     per_frame = [seq for n in range(S + 1) for seq in itertools.product(range(1, V), repeat=n)]
     total: dict[tuple[int, ...], float] = {}
@@ -63,9 +70,9 @@ def exhaustive(model: RnntModel, enc: torch.Tensor, lang, S: int) -> dict[tuple[
             score = 0.0
             for t, labels in enumerate(choice):
                 for v in labels:
-                    score += float(lp(t, y)[v])
+                    score += lp(t, y)[v]
                     y = y + (v,)
-                score += float(lp(t, y)[BLANK])
+                score += lp(t, y)[BLANK]
             total[y] = log_add(total.get(y, -math.inf), score)
     return total
 
