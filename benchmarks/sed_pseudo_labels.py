@@ -30,6 +30,9 @@ score what ``--pseudo-level positive`` keeps (:func:`streamkit.train.sed.positiv
 positives inside the classes the clip holds, every frame of a class it lacks negative; the clip
 labels by the same rule, or the tags when gated).
 
+``--model MODEL.pt`` (instead of ``--ckpt``) scores a finished model's final classifier Ft as the labeler in
+both roles (F1 = F2 = Ft): what ``streamkit train sed --teacher MODEL.pt`` labels the clips with.
+
 Writes ``benchmarks/results/sed_pseudo_labels.json`` (``--out``); no absolute paths.
 """
 
@@ -125,7 +128,9 @@ def predict_clips(model: SedModel, feats: np.ndarray, head: str, batch: int = 32
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", required=True, type=Path, help="a `streamkit corpus sed` directory")
-    ap.add_argument("--ckpt", required=True, type=Path, help="a `streamkit train sed` checkpoint of a tri-training method")
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--ckpt", type=Path, help="a `streamkit train sed` checkpoint of a tri-training method")
+    src.add_argument("--model", type=Path, help="a finished model file: its Ft labels (what --teacher MODEL.pt uses)")
     ap.add_argument("--teacher", choices=("weights", "ema"), default="weights",
                     help="the labelers of the weights (default) or of the checkpoint's moving average (--ema runs)")
     ap.add_argument("--subset", choices=SUBSETS, default="validation",
@@ -133,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=RESULTS / "sed_pseudo_labels.json")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
+    if a.model is not None:
+        return _main_model(a)
     try:
         ck = torch.load(a.ckpt, map_location="cpu", weights_only=False)
     except Exception as e:  # noqa: BLE001
@@ -151,12 +158,41 @@ def main(argv: list[str] | None = None) -> int:
     model = SedModel(cfg)
     model.load_state_dict(state)
     model.eval()
+    step = ck["state"]["step"]
+    hist = ck["state"].get("history") or []
+    info = {"checkpoint_step": step, "method": fp["method"], "seed": fp["seed"],
+            "labeler_stage_val_event_f1": [h["val_event_f1"] for h in hist if h.get("stage") == "labelers"]}  # fmt: skip
+    who = f"the {'moving average' if a.teacher == 'ema' else 'weights'}' labelers at step {step} ({fp['method']}, seed {fp['seed']})"
+    return _report(a, model, ("f1", "f2"), info, who, bool(fp.get("detach_labelers", False)),
+                   f"python benchmarks/sed_pseudo_labels.py --corpus CORPUS --ckpt sed.ckpt --teacher {a.teacher} --subset {a.subset}")
+
+
+def _main_model(a: argparse.Namespace) -> int:
+    """``--model``: a finished model's Ft in both labeler roles."""
+    from streamkit.core.errors import ModelError
+    from streamkit.models.sed_crnn import load_model
+
+    try:
+        model, meta = load_model(a.model)
+    except ModelError as e:
+        raise SystemExit(f"error: {e}") from None
+    info = {"checkpoint_step": meta.get("steps"), "method": meta.get("method"), "seed": meta.get("seed"), "model": a.model.name}
+    who = f"the final classifier Ft of {a.model.name} ({meta.get('method')}, seed {meta.get('seed')}, {meta.get('steps')} steps)"
+    return _report(a, model, ("ft", "ft"), info, who, None,
+                   f"python benchmarks/sed_pseudo_labels.py --corpus CORPUS --model {a.model.name} --subset {a.subset}")
+
+
+def _report(a: argparse.Namespace, model: SedModel, heads: tuple[str, str], info: dict[str, Any], who: str, detached: bool | None,
+            command: str) -> int:  # fmt: skip
+    """Score the labels of ``heads`` (the two labelers) of ``model`` on ``a.subset``; print the tables, write the JSON."""
+    cfg = model.cfg
     corpus = SedCorpus(a.corpus)
     corpus.require(a.subset)
     sub = a.subset
     files = corpus.files[sub]
     feats = corpus.features(sub, cfg, progress=False)
-    p1, p2 = predict_frames(model, feats, head="f1"), predict_frames(model, feats, head="f2")
+    p1 = predict_frames(model, feats, head=heads[0])
+    p2 = p1 if heads[1] == heads[0] else predict_frames(model, feats, head=heads[1])
     t_out = p1.shape[1]
     if sub == "validation":
         events = {f: [(e.event_label, e.onset, e.offset) for e in corpus.strong[sub][f]] for f in files}
@@ -164,12 +200,13 @@ def main(argv: list[str] | None = None) -> int:
         events = corpus.generator_truth(sub)
     y = np.stack([events_to_frames(events.get(f, []), t_out, cfg).numpy() for f in files]).astype(bool)
     tags = y.any(axis=1)
-    c1, c2 = predict_clips(model, feats, "f1"), predict_clips(model, feats, "f2")
+    c1 = predict_clips(model, feats, heads[0])
+    c2 = c1 if heads[1] == heads[0] else predict_clips(model, feats, heads[1])
     clip_rows = [{"threshold": pos, "negative": neg, **clip_rule_stats(c1, c2, tags, pos, neg)} for pos, neg in RULES]
     heads_f1 = {}
     if sub == "validation":  # (only the validation clips have strong labels in the DCASE format to score with)
         pt = predict_frames(model, feats, head="ft")
-        for h, p in (("f1", p1), ("f2", p2), ("ft", pt)):
+        for h, p in ((("f1", p1), ("f2", p2), ("ft", pt)) if heads != ("ft", "ft") else (("ft", pt),)):
             sc = score_probs(p, files, corpus.strong["validation"], cfg, clip_s=corpus.clip_s)
             heads_f1[h] = {"event_f1": sc["event_f1"], "segment_f1": sc["segment_f1"]}
     rows, positive_rows = [], []
@@ -181,10 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         for pos, neg, low in HYSTERESIS_RULES:
             positive_rows.append({"gated": gated, "threshold": pos, "negative": neg, "hysteresis_low": low,
                                   **positive_rule_stats(p1, p2, c1, c2, y, pos, neg, gated, low=low)})  # fmt: skip
-    step = ck["state"]["step"]
-    hist = ck["state"].get("history") or []
-    labeler_f1 = [h["val_event_f1"] for h in hist if h.get("stage") == "labelers"]
-    print(f"\npseudo-labels of the {'moving average' if a.teacher == 'ema' else 'weights'}' labelers at step {step} ({fp['method']}, seed {fp['seed']}) on {len(files)} {sub} clips; "
+    print(f"\npseudo-labels of {who} on {len(files)} {sub} clips; "
           f"true event frames {y.mean() * 100:.2f} % of frames x classes\n")  # fmt: skip
     print("| rule (positive > P, negative < N) | gated | positive % | precision | recall | events → negative | labelled % |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
@@ -216,12 +250,9 @@ def main(argv: list[str] | None = None) -> int:
               f"P 0.2, N 0.1: {a2['recall_per_class'][k]:.3f} / {a2['events_to_negative_per_class'][k]:.3f}")  # fmt: skip
     out = {
         "benchmark": "sed_pseudo_labels",
-        "checkpoint_step": step,
-        "method": fp["method"],
-        "seed": fp["seed"],
-        "labeler_stage_val_event_f1": labeler_f1,
+        **info,
         "corpus_command": corpus.corpus_command(),
-        "teacher": a.teacher,
+        "teacher": a.teacher if a.model is None else "Ft",
         "subset": sub,
         "truth": "strong labels" if sub == "validation" else "the generator's truth (meta.json; analysis only)",
         "clips": len(files),
@@ -232,10 +263,10 @@ def main(argv: list[str] | None = None) -> int:
         "clip_rows": clip_rows,
         "positive_rows": positive_rows,
         "validation_f1_per_head": heads_f1,
-        "detach_labelers": bool(fp.get("detach_labelers", False)),
+        "detach_labelers": detached,
         "labeler_hidden": cfg.labeler_hidden,  # F1/F2's own hidden layer (None: as Ft's)
         "machine": machine_info(),
-        "command": f"python benchmarks/sed_pseudo_labels.py --corpus CORPUS --ckpt sed.ckpt --teacher {a.teacher} --subset {sub}",
+        "command": command,
     }
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")

@@ -531,6 +531,27 @@ def test_pseudo_label_benchmark(corpus, tmp_path, capsys):
     assert res["subset"] == "weak" and all(r["gated"] for r in res["rows"]) and res["validation_f1_per_head"] == {}
     with pytest.raises(SystemExit, match="no moving average"):
         bench.main(["--corpus", str(corpus), "--ckpt", str(tmp_path / "m.ckpt"), "--out", str(out), "--teacher", "ema"])
+    # a finished model's Ft in both roles (what --teacher labels with): its rows are the rule on Ft's probabilities
+    train(corpus, tmp_path / "b.pt", _opts(method="baseline", epochs=1), cfg=_tiny(), quiet=True)
+    assert bench.main(["--corpus", str(corpus), "--model", str(tmp_path / "b.pt"), "--out", str(out), "--subset", "unlabelled"]) == 0
+    res = json.loads(out.read_text())
+    assert res["teacher"] == "Ft" and res["model"] == "b.pt" and res["method"] == "baseline" and res["checkpoint_step"] == 4
+    from streamkit.models.sed_crnn import events_to_frames, load_model
+    from streamkit.train.sed import SedCorpus, predict_frames
+
+    c = SedCorpus(corpus)
+    model, _ = load_model(tmp_path / "b.pt")
+    pt = predict_frames(model, c.features("unlabelled", model.cfg, progress=False), head="ft")
+    truth = c.generator_truth("unlabelled")
+    y = np.stack([events_to_frames(truth[f], pt.shape[1], model.cfg).numpy() for f in c.files["unlabelled"]]).astype(bool)
+    (r,) = [r for r in res["rows"] if not r["gated"] and r["threshold"] == 0.5 and r["negative"] == 0.05]
+    assert r["positive_share"] == round(float((pt > 0.5).mean()), 4) and r["labelled_share"] == round(float(((pt > 0.5) | (pt < 0.05)).mean()), 4)
+    assert r["recall"] == round(float(((pt > 0.5) & y).sum() / max(int(y.sum()), 1)), 4)
+    assert bench.main(["--corpus", str(corpus), "--model", str(tmp_path / "b.pt"), "--out", str(out)]) == 0
+    assert set(json.loads(out.read_text())["validation_f1_per_head"]) == {"ft"}
+    (tmp_path / "bad.pt").write_bytes(b"junk")
+    with pytest.raises(SystemExit, match="corrupt"):
+        bench.main(["--corpus", str(corpus), "--model", str(tmp_path / "bad.pt"), "--out", str(out)])
 
 
 def test_benchmarks_keep_oracle_rows_apart(corpus, tmp_path, capsys):
