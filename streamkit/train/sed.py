@@ -70,6 +70,11 @@ pseudo-label stage adds; compare it with a baseline given the same total steps
   of the batch, ramped up over ``--consistency-rampup`` epochs as ``exp(-5 (1 - t)^2)``. Baseline
   and adversarial methods: from the first step, and U joins the batch (no targets); tri-training: in
   the final stage only, so it branches from a labeler-stage checkpoint like the thresholds.
+* ``--teacher MODEL.pt`` (not in the paper; self-training, a second round of tri-training when the
+  teacher is an adv-*+tri model): a finished model's final classifier Ft labels the clean W and U
+  once (:func:`teacher_label_all`, the rule and level of the options above, W gated by its tags) and
+  a method without tri-training learns from those labels from the first step, as ``--oracle-labels``
+  below does with the truth. The teacher file's SHA-256 is part of the checkpoint fingerprint.
 * ``--oracle-labels`` (analysis, not a method): the generator's true frame labels of W and U
   (``<subset>/meta.json``, which the task withholds) replace the pseudo-labels of a tri-training
   final stage (the ceiling of any pseudo-labeller; branches from a labeler-stage checkpoint like the
