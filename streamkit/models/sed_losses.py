@@ -193,21 +193,24 @@ def pseudo_label_batch(
     clip_tags: torch.Tensor | None = None,
     threshold: float = PSEUDO_THRESHOLD,
     negative: float | None = None,
+    heads: tuple[str, str] = ("f1", "f2"),
 ) -> dict[str, torch.Tensor]:
     """Algorithm 1's ``Pseudo-labeling(F, F1, F2, X)`` for one batch (eval mode, no gradients).
 
     Returns ``frame``, ``frame_mask`` (B, T, K) and ``clip``, ``clip_mask`` (B, K). With
     ``clip_tags`` (B, K) (weakly labelled clips) the clip targets are the tags (mask 1), and frames
-    of classes absent from the tags are negatives (mask 1) whatever F1 and F2 say.
+    of classes absent from the tags are negatives (mask 1) whatever F1 and F2 say. ``heads``: the two
+    labelers; ``("ft", "ft")`` labels with a finished model's final classifier (``--teacher``).
     """
     was = model.training
     model.eval()
     try:
-        out = model(x, heads=("f1", "f2"))
+        out = model(x, heads=tuple(dict.fromkeys(heads)))
     finally:
         model.train(was)
-    frame, frame_mask = pseudo_labels(out["f1"]["frame"], out["f2"]["frame"], threshold, negative=negative)
-    clip, clip_mask = pseudo_labels(out["f1"]["clip"], out["f2"]["clip"], threshold, negative=negative)
+    a, b = out[heads[0]], out[heads[1]]
+    frame, frame_mask = pseudo_labels(a["frame"], b["frame"], threshold, negative=negative)
+    clip, clip_mask = pseudo_labels(a["clip"], b["clip"], threshold, negative=negative)
     if clip_tags is not None:
         tags = clip_tags.to(frame.dtype)
         absent = (tags < 0.5)[:, None, :].expand_as(frame)

@@ -136,7 +136,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from streamkit.models.sed_crnn import SedConfig, SedModel, events_to_frames, log_mel, n_input_frames, n_params, save_model
+from streamkit.core.errors import ModelError
+from streamkit.models.sed_crnn import SedConfig, SedModel, events_to_frames, load_model, log_mel, n_input_frames, n_params, save_model
 from streamkit.models.sed_losses import METHODS, SedTargets, heads_for, parse_method, pseudo_label_batch, sed_loss, stages
 from streamkit.models.sed_post import DEFAULT_THRESHOLD, frame_times, frames_to_events, median_frames
 from streamkit.train.sed_augment import MelAugment, batch_rng
@@ -558,15 +559,16 @@ class _Data:
 
 
 def _pseudo_label_all(
-    model: SedModel, feats: np.ndarray, tags: np.ndarray | None, batch: int = 32, rule: dict[str, float] | None = None
+    model: SedModel, feats: np.ndarray, tags: np.ndarray | None, batch: int = 32, rule: dict[str, float] | None = None,
+    heads: tuple[str, str] = ("f1", "f2"),
 ) -> tuple[np.ndarray, np.ndarray]:
-    """int8 frame (N, T', K) and clip (N, K) pseudo-labels: 1, 0 or -1 (no label)."""
+    """int8 frame (N, T', K) and clip (N, K) pseudo-labels of the labelers ``heads``: 1, 0 or -1 (no label)."""
     rule = rule or {"positive": 0.5, "negative": 0.5}
     frames, clips = [], []
     for i in range(0, feats.shape[0], batch):
         x = torch.from_numpy(np.asarray(feats[i : i + batch], dtype=np.float32))
         ct = None if tags is None else torch.from_numpy(tags[i : i + batch])
-        pl = pseudo_label_batch(model, x, clip_tags=ct, threshold=rule["positive"], negative=rule["negative"])
+        pl = pseudo_label_batch(model, x, clip_tags=ct, threshold=rule["positive"], negative=rule["negative"], heads=heads)
         frames.append(torch.where(pl["frame_mask"] > 0, pl["frame"], torch.full_like(pl["frame"], -1)).to(torch.int8).numpy())
         clips.append(torch.where(pl["clip_mask"] > 0, pl["clip"], torch.full_like(pl["clip"], -1)).to(torch.int8).numpy())
     return np.concatenate(frames), np.concatenate(clips)
@@ -585,9 +587,6 @@ def load_teacher(path: str | Path, cfg: SedConfig) -> tuple[SedModel, dict[str, 
     """``--teacher``: a model file of ``streamkit train sed`` whose features and frame rate are this run's.
 
     Raises ``ValueError`` (missing or corrupt file, another feature front end or time pooling)."""
-    from streamkit.core.errors import ModelError
-    from streamkit.models.sed_crnn import load_model
-
     try:
         model, meta = load_model(path)
     except (ModelError, OSError) as e:
@@ -605,25 +604,9 @@ def load_teacher(path: str | Path, cfg: SedConfig) -> tuple[SedModel, dict[str, 
 def teacher_label_all(
     model: SedModel, feats: np.ndarray, tags: np.ndarray | None, rule: dict[str, float], batch: int = 32
 ) -> tuple[np.ndarray, np.ndarray]:
-    """int8 frame (N, T', K) and clip (N, K) labels (1, 0, -1 for none) from a trained model's final classifier Ft.
-
-    The rule of :func:`streamkit.models.sed_losses.pseudo_labels` with Ft in both roles: 1 above ``positive``, 0 below
-    ``negative``, else none. ``tags`` (weak clips): the clip labels are the tags and every frame of a class the
-    tags lack is 0, as for the labelers' pseudo-labels."""
-    pos, neg = float(rule["positive"]), float(rule["negative"])
-    frames, clips = [], []
-    with torch.no_grad():
-        for i in range(0, feats.shape[0], batch):
-            out = model(torch.from_numpy(np.asarray(feats[i : i + batch], dtype=np.float32)), heads=("ft",))["ft"]
-            fr, cl = out["frame"].numpy(), out["clip"].numpy()
-            frames.append(np.where(fr > pos, 1, np.where(fr < neg, 0, -1)).astype(np.int8))
-            clips.append(np.where(cl > pos, 1, np.where(cl < neg, 0, -1)).astype(np.int8))
-    frame, clip = np.concatenate(frames), np.concatenate(clips)
-    if tags is not None:
-        held = np.asarray(tags) > 0.5
-        frame = np.where(held[:, None, :], frame, 0).astype(np.int8)
-        clip = held.astype(np.int8)
-    return frame, clip
+    """``--teacher``: the labels of :func:`_pseudo_label_all` with a finished model's final classifier Ft in both
+    labeler roles (1 above ``positive``, 0 below ``negative``, -1 between; weak clips gated by their ``tags``)."""
+    return _pseudo_label_all(model, feats, tags, batch, rule, heads=("ft", "ft"))
 
 
 def consistency_ramp(step: int, rampup_steps: int) -> float:
