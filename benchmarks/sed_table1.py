@@ -93,7 +93,7 @@ def parse_model_specs(ap: argparse.ArgumentParser, specs: list[str], *, allow_em
 
 def evaluate_model(method: str, path: Path, corpus: Any, *, median_s: float | None, threshold: float | None, psds: bool) -> dict[str, Any]:
     from streamkit.models.sed_crnn import load_model, n_params
-    from streamkit.train.sed import predict_frames, score_probs
+    from streamkit.train.sed import file_sha256, predict_frames, score_probs
 
     model, meta = load_model(path)
     card_p = path.with_suffix(".json")
@@ -106,7 +106,8 @@ def evaluate_model(method: str, path: Path, corpus: Any, *, median_s: float | No
     thr = threshold if threshold is not None else float(post.get("threshold", 0.5))
     hold = int(tr.get("synthetic_holdout", 200))
     cfg = model.cfg
-    row: dict[str, Any] = {"method": method, "name": METHOD_NAMES[method], "weights": path.name, "parameters": n_params(model)}
+    row: dict[str, Any] = {"method": method, "name": METHOD_NAMES[method], "weights": path.name, "sha256": file_sha256(path),
+                           "parameters": n_params(model)}  # fmt: skip
     t0 = time.monotonic()
     syn = corpus.files["synthetic"]
     sets = {"real": ("eval", corpus.files["eval"], slice(None)), "synthetic": ("synthetic", syn[len(syn) - hold :], slice(len(syn) - hold, None))}
@@ -205,6 +206,21 @@ def _teacher(row: dict[str, Any]) -> tuple[Any, ...] | None:
             str(t.get("sha256"))[:12])  # fmt: skip
 
 
+def compute_steps(row: dict[str, Any], by_digest: dict[str, dict[str, Any]], _seen: tuple[int, ...] = ()) -> int | None:
+    """The training steps behind a row's model: its own, plus its teacher's when it learnt from one (``--teacher``),
+    the teacher found among the table's rows by its weight file's SHA-256 (recursively: a third round counts both
+    earlier ones). None when a teacher is not in the table (or a row has no step count)."""
+    steps = row["training"].get("steps")
+    t = row["training"].get("teacher")
+    if not t or steps is None:
+        return steps
+    tr = by_digest.get(str(t.get("sha256")))
+    if tr is None or id(tr) in _seen:
+        return None
+    ts = compute_steps(tr, by_digest, (*_seen, id(row)))
+    return None if ts is None else int(steps) + ts
+
+
 def _oracle(row: dict[str, Any]) -> bool:
     """Trained with ``--oracle-labels`` (the generator's truth of the real clips: an analysis ceiling, not a method)."""
     return bool(row["training"].get("oracle_labels"))
@@ -225,7 +241,8 @@ def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
     A recipe trained with ``--augment`` meets the baselines given the same augmentation (both sides of the comparison
     see the same data), and also the plain ones (``gain_over_unaugmented_baseline``); an augmented baseline meets the
-    plain baselines."""
+    plain baselines. A student (``--teacher``) whose teachers are rows of the table also meets, in ``equal_compute``,
+    the baselines trained for its steps plus its teachers' (:func:`compute_steps`), for the seeds that have one."""
     out: dict[str, Any] = {}
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in rows:
@@ -237,6 +254,8 @@ def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
     def baselines(steps: Any, ema: float | None, cons: float, aug: tuple[Any, ...] | None = None) -> dict[Any, dict[str, Any]]:
         return {r["training"].get("seed"): r for r in rows if _baseline_peer(r, steps, ema, cons, aug)}
+
+    by_digest = {r["sha256"]: r for r in rows if r.get("sha256")}  # (a student's teacher, when it is a row of the table)
 
     for (meth, recipe, ema, steps, cons, aug, teacher), rs in groups.items():
         seeds = [r["training"].get("seed") for r in rs]
@@ -263,6 +282,19 @@ def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
             mc = sum(cb[sd]["real"]["event_f1"] for sd in seeds) / len(seeds)
             ent.update({"consistency_baseline_event_f1": [cb[sd]["real"]["event_f1"] for sd in seeds],
                         "consistency_baseline_mean": round(mc, 2), "gain_over_consistency_baseline": round(m - mc, 2)})  # fmt: skip
+        totals = {compute_steps(r, by_digest) for r in rs}
+        if teacher is not None and len(totals) == 1 and None not in totals and totals != {steps}:
+            # equal compute: a student's steps plus its teachers' meet baselines trained that long (the seeds that have one)
+            (total,) = totals
+            eb = baselines(total, ema, 0.0, aug)
+            both = [(r, eb[r["training"].get("seed")]) for r in rs if r["training"].get("seed") in eb]
+            ec: dict[str, Any] = {"steps": total, "seeds": [r["training"].get("seed") for r, _ in both]}
+            if both:
+                ms, mq = (sum(x["real"]["event_f1"] for x in xs) / len(both) for xs in zip(*both))
+                ec.update({"event_f1": [r["real"]["event_f1"] for r, _ in both], "mean": round(ms, 2),
+                           "baseline_event_f1": [b["real"]["event_f1"] for _, b in both], "baseline_mean": round(mq, 2),
+                           "gain": round(ms - mq, 2)})  # fmt: skip
+            ent["equal_compute"] = ec
         tag = "" if aug is None else f", augment {aug[0]}/{aug[1]:g}/{aug[2]:g}"
         out[f"{name}{'' if ema is None else f', EMA {ema:g}'}{f', consistency {cons:g}' if cons else ''}{tag}, {steps} steps"] = ent
     return out

@@ -821,6 +821,30 @@ def test_table1_seed_means_are_paired_by_seed():
     assert tout[st]["gain_over_unaugmented_baseline"] == 8.5
     (other,) = [k for k in tout if "student of a model without its card" in k and "cdcdcdcdcdcd" in k]
     assert tout[other]["event_f1"] == [49.0] and not any(k.startswith("adv-time, EMA") for k in tout)
+    assert "equal_compute" not in tout[st]  # (its teacher is not a row of the table: its steps are unknown)
+    # equal compute: the teacher a row of the table (by its file's digest), a third round counting both earlier ones
+    t0 = {**arows[-3], "sha256": "ab" * 32}  # the augmented adv-time+tri row of seed 0 (52.0)
+    assert t0["method"] == "adv-time+tri" and t0["training"]["seed"] == 0 and t0["real"]["event_f1"] == 52.0
+    s1 = {**trows[-2], "sha256": "ef" * 32}  # the seed-1 student (56.0)
+    assert s1["training"]["seed"] == 1 and s1["real"]["event_f1"] == 56.0
+    r3 = {**teach, "teacher": {"sha256": "ef" * 32, "card": {"method": "adv-time", "seed": 1}}}
+    erows = [*arows[:-3], t0, *arows[-2:], trows[-3], s1, trows[-1],
+             row("baseline", 0, 51.5, steps=9000, ema=0.999, **aug), row("baseline", 0, 52.5, steps=13500, ema=0.999, **aug),
+             row("baseline", 1, 70.0, steps=9000, ema=0.999),  # (no augmentation: not the peer)
+             row("adv-time", 0, 57.0, ema=0.999, **aug, **r3), row("adv-time", 1, 58.0, ema=0.999, **aug, **r3)]  # fmt: skip
+    eout = mod.seed_means_paired(erows)
+    assert {k: v for k, v in eout[st].items() if k != "equal_compute"} == tout[st]
+    assert eout[st]["equal_compute"] == {"steps": 9000, "seeds": [0], "event_f1": [53.0], "mean": 53.0, "baseline_event_f1": [51.5],
+                                         "baseline_mean": 51.5, "gain": 1.5}  # only seed 0 has a 9000-step baseline  # fmt: skip
+    (third,) = [k for k in eout if "student of adv-time seed 1" in k]
+    assert eout[third]["gain"] == 9.5  # (against the 4500-step baselines: 57.5 - 48)
+    assert eout[third]["equal_compute"] == {"steps": 13500, "seeds": [0], "event_f1": [57.0], "mean": 57.0, "baseline_event_f1": [52.5],
+                                            "baseline_mean": 52.5, "gain": 4.5}  # fmt: skip
+    bare = [{**r, "sha256": None} if r is s1 else r for r in erows]  # the second round's file not in the table: no figure
+    assert "equal_compute" not in mod.seed_means_paired(bare)[third]
+    assert mod.compute_steps(s1, {"ab" * 32: t0}) == 9000 and mod.compute_steps(s1, {}) is None and mod.compute_steps(t0, {}) == 4500
+    loop = {**s1, "training": {**s1["training"], "teacher": {"sha256": "ef" * 32}}}  # (a file its own teacher: no endless count)
+    assert mod.compute_steps(loop, {"ef" * 32: loop}) is None
     rows.append(row("baseline", 5, 61.0, oracle_labels=True))  # no plain baseline of seed 5: no paired figure
     c = mod.oracle_ceiling(rows)["baseline with oracle labels, 4500 steps"]
     assert c["oracle_mean"] == 60.5 and c["gain"] == round(60.5 - 134.0 / 3, 2) and "paired_gain" not in c
