@@ -356,6 +356,7 @@ class TrainOptions:
     consistency_rampup: int = 1  #: epochs over which the consistency weight ramps up, exp(-5 (1 - t)^2)
     augment: MelAugment | None = None  #: perturb every training clip's log-mel from step 0 (see sed_augment; None: off)
     teacher: str | None = None  #: a trained model file whose Ft labels W and U once, used from step 0 (not tri-training methods)
+    extend: bool = False  #: resume a checkpoint of fewer --epochs (a finished run trained on; schedules that do not depend on the total)
 
     def pseudo_rule(self) -> dict[str, float]:
         """The pseudo-label thresholds (validated): ``{"positive": .., "negative": ..}``."""
@@ -724,6 +725,10 @@ def train(
         raise ValueError(f"--consistency and --consistency-rampup must be >= 0, got {opts.consistency}, {opts.consistency_rampup}")
     if opts.consistency and opts.ema is None:
         raise ValueError("--consistency needs --ema DECAY: the moving average is the teacher")
+    if opts.extend and (tri or adv is not None and opts.grl_schedule != "const"):
+        raise ValueError(f"--extend trains a finished run for more epochs, as if started with them; {opts.method!r}"
+                         f"{' (tri-training switches stage at a fixed epoch)' if tri else ' with --grl-schedule ganin (its ramp follows the total steps)'}"
+                         " has a schedule that depends on the total; train it anew")  # fmt: skip
     relabel = bool(opts.relabel_every)
     source = "oracle" if opts.oracle_labels else ("averaged labelers" if opts.pseudo_from == "ema" else "labelers")
     out = Path(out)
@@ -752,15 +757,23 @@ def train(
     st: dict[str, Any] = {"step": 0, "elapsed_s": 0.0, "history": [], "best_f1": -1.0, "best_step": None, "best_epoch": None,
                           "best_state": None, "validated_epochs": 0, "runs": 0, "pseudo": None, "pseudo_stats": None}  # fmt: skip
     fp = {**opts.fingerprint(), "config": cfg.to_dict(), "n_s": data.n_s}
-    if resume and ckpt_p.is_file():
+    extended_from = None
+    if (resume or opts.extend) and ckpt_p.is_file():
         try:
             ck = torch.load(ckpt_p, map_location="cpu", weights_only=False)
         except Exception as e:  # noqa: BLE001
             raise CorpusError(f"checkpoint {ckpt_p} is corrupt: {type(e).__name__}: {e}") from None
         if not isinstance(ck, dict) or ck.get("format") != CKPT_FORMAT:
             raise ValueError(f"{ckpt_p} is not a SED training checkpoint")
-        if ck["fingerprint"] != fp:
-            diff = {k: (fp.get(k), ck["fingerprint"].get(k)) for k in fp if fp.get(k) != ck["fingerprint"].get(k)}
+        ck_fp = ck["fingerprint"]
+        if opts.extend:  # (the checkpoint's epochs may be fewer: the run goes on to this --epochs, as if started with it)
+            if int(ck_fp.get("epochs", 0)) > opts.epochs:
+                raise ValueError(f"{ckpt_p}: --extend goes on to --epochs {opts.epochs}, but the checkpoint's run has {ck_fp['epochs']}")
+            if int(ck_fp.get("epochs", 0)) < opts.epochs:
+                extended_from = int(ck_fp["epochs"])
+            ck_fp = {**ck_fp, "epochs": opts.epochs}
+        if ck_fp != fp:
+            diff = {k: (fp.get(k), ck_fp.get(k)) for k in fp if fp.get(k) != ck_fp.get(k)}
             raise ValueError(f"{ckpt_p}: checkpoint of another run (this run, checkpoint): {diff}; drop --resume or use another --ckpt")
         made = ck["state"].get("pseudo_rule", {"positive": 0.5, "negative": 0.5}) if ck["state"].get("pseudo") is not None else None
         if made is not None and made != rule:
@@ -786,6 +799,10 @@ def train(
         optim.load_state_dict(ck["optim"])
         torch.set_rng_state(ck["torch_rng"])
         st = ck["state"]
+        if extended_from is not None:
+            st["extended_from_epochs"] = [*st.get("extended_from_epochs", []), extended_from]
+    elif opts.extend:
+        raise ValueError(f"--extend: no checkpoint at {ckpt_p} to extend")
     elif resume and not quiet:
         print(f"no checkpoint at {ckpt_p}; starting from scratch", file=sys.stderr, flush=True)
     st["runs"] += 1
@@ -1113,6 +1130,7 @@ def _write_model(ck: dict[str, Any], out: Path, corpus: SedCorpus, *, opts: Trai
             "synthetic_holdout": opts.synthetic_holdout,
             "seed": opts.seed,
             "epochs": opts.epochs,
+            "extended_from_epochs": st.get("extended_from_epochs"),
             "steps": st["step"],
             "steps_per_epoch": max(1, n_s // opts.batch),
             "batch_per_subset": opts.batch,
@@ -1191,6 +1209,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--batch-size", type=int, default=d.batch, help=f"clips per subset (S, W, U) per step (default {d.batch})")
     parser.add_argument("--lr", type=float, default=d.lr, help=f"Adam learning rate (default {d.lr:g})")
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoint (same options)")
+    parser.add_argument("--extend", action="store_true",
+                        help="continue a run's checkpoint, finished or not, to a larger --epochs (same other options): the result "
+                        "equals a run started with that many epochs. Methods whose schedule does not depend on the total steps: "
+                        "not tri-training, and adversarial ones only with --grl-schedule const")
     parser.add_argument("--ckpt", default=None, metavar="PATH", help="checkpoint path (default <out stem>.ckpt beside --out)")
     parser.add_argument("--ckpt-minutes", type=float, default=d.ckpt_minutes, help=f"checkpoint interval (default {d.ckpt_minutes:g} min)")
     parser.add_argument("--cache", default=None, metavar="DIR", help="log-mel cache directory (default <corpus>/features)")
@@ -1299,7 +1321,7 @@ def run_from_args(a: argparse.Namespace) -> int:
                             pseudo_level=a.pseudo_level, ema=a.ema, pseudo_from=a.pseudo_from, consistency=a.consistency,
                             consistency_rampup=a.consistency_rampup,
                             augment=MelAugment(a.aug_shift, a.aug_filter_db, a.aug_gain_db) if a.augment else None,
-                            teacher=a.teacher)  # fmt: skip
+                            teacher=a.teacher, extend=a.extend)  # fmt: skip
         res = train(a.corpus, a.out, opts, cfg=cfg, resume=a.resume, ckpt=a.ckpt, cache=a.cache, quiet=a.quiet)
     except (CorpusError, ValueError, OSError) as e:
         print(f"error: {e}".replace("\n", " "), file=sys.stderr)

@@ -137,6 +137,45 @@ def test_training_lowers_the_loss(corpus, tmp_path, method):
         assert all(h["stage"] == "final" for h in card["training"]["history"] if h["epoch"] == card["training"]["best_epoch"])
 
 
+def test_extend_equals_a_run_started_longer(corpus, tmp_path):
+    """--extend: a finished run's checkpoint trained on to more epochs equals a run started with them (weights, the
+    moving average, the history); schedules that follow the total steps, and fewer epochs, are refused."""
+    from streamkit.models.sed_crnn import load_model
+    from streamkit.train.sed import train
+    from streamkit.train.sed_augment import MelAugment
+
+    kw = dict(method="baseline", ema=0.99, augment=MelAugment(2, 3.0, 3.0))
+    a = train(corpus, tmp_path / "a" / "m.pt", _opts(**kw, epochs=3), cfg=_tiny(), quiet=True)
+    short = train(corpus, tmp_path / "b" / "m.pt", _opts(**kw, epochs=2), cfg=_tiny(), quiet=True)
+    assert short["finished"] and short["state"]["step"] == 8
+    with pytest.raises(ValueError, match="another run"):  # (without --extend: the epochs differ)
+        train(corpus, tmp_path / "b" / "m.pt", _opts(**kw, epochs=3), cfg=_tiny(), quiet=True, resume=True)
+    b = train(corpus, tmp_path / "b" / "m.pt", _opts(**kw, epochs=3, extend=True), cfg=_tiny(), quiet=True)
+    assert b["finished"] and b["state"]["step"] == 12 and b["state"]["extended_from_epochs"] == [2]
+    for name in ("m.pt", "m.weights.pt"):  # the selected moving average and the weights' own best
+        ma, _ = load_model(tmp_path / "a" / name)
+        mb, _ = load_model(tmp_path / "b" / name)
+        for (ka, va), (kb, vb) in zip(ma.state_dict().items(), mb.state_dict().items()):
+            assert ka == kb and torch.equal(va, vb), (name, ka)
+    hist = [[(h["step"], h["val_event_f1"], h.get("ema_val_event_f1"), h["loss"]) for h in r["state"]["history"]] for r in (a, b)]
+    assert hist[0] == hist[1] and len(hist[0]) == 3
+    card = json.loads((tmp_path / "b" / "m.json").read_text())
+    assert card["training"]["epochs"] == 3 and card["training"]["extended_from_epochs"] == [2] and card["training"]["steps"] == 12
+    assert json.loads((tmp_path / "a" / "m.json").read_text())["training"]["extended_from_epochs"] is None
+    # the extended checkpoint resumes as a 3-epoch run; fewer epochs, a missing checkpoint and total-step schedules are refused
+    again = train(corpus, tmp_path / "b" / "m.pt", _opts(**kw, epochs=3), cfg=_tiny(), quiet=True, resume=True)
+    assert again["state"]["step"] == 12 and again["state"]["runs"] == 3
+    with pytest.raises(ValueError, match="checkpoint's run has 3"):
+        train(corpus, tmp_path / "b" / "m.pt", _opts(**kw, epochs=2, extend=True), cfg=_tiny(), quiet=True)
+    with pytest.raises(ValueError, match="no checkpoint"):
+        train(corpus, tmp_path / "c" / "m.pt", _opts(**kw, epochs=3, extend=True), cfg=_tiny(), quiet=True)
+    for bad in (dict(method="adv-time+tri"), dict(method="adv-time"), dict(method="tri")):
+        with pytest.raises(ValueError, match="depends on the total"):
+            train(corpus, tmp_path / "b" / "m.pt", _opts(**bad, epochs=3, extend=True), cfg=_tiny(), quiet=True)
+    with pytest.raises(ValueError, match="another run"):  # (adversarial with a constant GRL factor may extend: its own checkpoint)
+        train(corpus, tmp_path / "b" / "m.pt", _opts(method="adv-time", grl_schedule="const", epochs=3, extend=True), cfg=_tiny(), quiet=True)
+
+
 def test_resume_equals_uninterrupted(corpus, tmp_path):
     from streamkit.models.sed_crnn import load_model
     from streamkit.train.sed import train
