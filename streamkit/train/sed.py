@@ -82,7 +82,11 @@ pseudo-label stage adds; compare it with a baseline given the same total steps
   strongly labelled: the ceiling of anything learnt from the real clips). The card says so, and the
   benchmarks report such models apart from their method's seeds.
 
-Adam, lr 1e-3, betas (0.9, 0.999) (paper §4.2).
+Adam, lr 1e-3, betas (0.9, 0.999) (paper §4.2). ``--resume`` goes on from the checkpoint of the
+same run; ``--extend`` goes on from a checkpoint of fewer ``--epochs`` (finished or not) and gives
+the run that started with the larger number (batches and augmentation are drawn per step from the
+seed, the learning rate is constant), so it is refused where a schedule follows the total steps:
+tri-training's stage switch and the default GRL ramp.
 
 Model selection and evaluation
 ------------------------------
