@@ -206,6 +206,11 @@ def _teacher(row: dict[str, Any]) -> tuple[Any, ...] | None:
             str(t.get("sha256"))[:12])  # fmt: skip
 
 
+def _mean_f1(rows: list[dict[str, Any]]) -> float:
+    """The mean real-eval event F1 of rows (a seed mean)."""
+    return sum(r["real"]["event_f1"] for r in rows) / len(rows)
+
+
 def compute_steps(row: dict[str, Any], by_digest: dict[str, dict[str, Any]], _seen: tuple[int, ...] = ()) -> int | None:
     """The training steps behind a row's model: its own, plus its teacher's when it learnt from one (``--teacher``),
     the teacher found among the table's rows by its weight file's SHA-256 (recursively: a third round counts both
@@ -264,8 +269,7 @@ def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
         base = baselines(steps, ema, 0.0, None if meth == "baseline" else aug)
         if not all(sd in base for sd in seeds):
             continue
-        m = sum(r["real"]["event_f1"] for r in rs) / len(rs)
-        mb = sum(base[sd]["real"]["event_f1"] for sd in seeds) / len(seeds)
+        m, mb = _mean_f1(rs), _mean_f1([base[sd] for sd in seeds])
         name = meth if recipe is None else f"{meth} {dict(zip(TRI_RECIPE_FIELDS, recipe))}"
         if teacher is not None:  # (self-training: the teacher's own training is a run before this one's steps)
             who = f"{teacher[0]} seed {teacher[1]}" if teacher[0] is not None else "a model without its card"
@@ -274,12 +278,12 @@ def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
                "baseline_event_f1": [base[sd]["real"]["event_f1"] for sd in seeds], "baseline_mean": round(mb, 2), "gain": round(m - mb, 2)}  # fmt: skip
         pb = baselines(steps, ema, 0.0)  # with augmentation: also against the plain baselines
         if aug is not None and meth != "baseline" and all(sd in pb for sd in seeds):
-            mp = sum(pb[sd]["real"]["event_f1"] for sd in seeds) / len(seeds)
+            mp = _mean_f1([pb[sd] for sd in seeds])
             ent.update({"unaugmented_baseline_event_f1": [pb[sd]["real"]["event_f1"] for sd in seeds],
                         "unaugmented_baseline_mean": round(mp, 2), "gain_over_unaugmented_baseline": round(m - mp, 2)})  # fmt: skip
         cb = baselines(steps, ema, cons, aug)  # with a consistency loss: also against the baselines given the same one
         if cons and meth != "baseline" and all(sd in cb for sd in seeds):
-            mc = sum(cb[sd]["real"]["event_f1"] for sd in seeds) / len(seeds)
+            mc = _mean_f1([cb[sd] for sd in seeds])
             ent.update({"consistency_baseline_event_f1": [cb[sd]["real"]["event_f1"] for sd in seeds],
                         "consistency_baseline_mean": round(mc, 2), "gain_over_consistency_baseline": round(m - mc, 2)})  # fmt: skip
         totals = {compute_steps(r, by_digest) for r in rs}
@@ -287,12 +291,13 @@ def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
             # equal compute: a student's steps plus its teachers' meet baselines trained that long (the seeds that have one)
             (total,) = totals
             eb = baselines(total, ema, 0.0, aug)
-            both = [(r, eb[r["training"].get("seed")]) for r in rs if r["training"].get("seed") in eb]
-            ec: dict[str, Any] = {"steps": total, "seeds": [r["training"].get("seed") for r, _ in both]}
-            if both:
-                ms, mq = (sum(x["real"]["event_f1"] for x in xs) / len(both) for xs in zip(*both))
-                ec.update({"event_f1": [r["real"]["event_f1"] for r, _ in both], "mean": round(ms, 2),
-                           "baseline_event_f1": [b["real"]["event_f1"] for _, b in both], "baseline_mean": round(mq, 2),
+            mine = [r for r in rs if r["training"].get("seed") in eb]
+            peers = [eb[r["training"].get("seed")] for r in mine]
+            ec: dict[str, Any] = {"steps": total, "seeds": [r["training"].get("seed") for r in mine]}
+            if mine:
+                ms, mq = _mean_f1(mine), _mean_f1(peers)
+                ec.update({"event_f1": [r["real"]["event_f1"] for r in mine], "mean": round(ms, 2),
+                           "baseline_event_f1": [b["real"]["event_f1"] for b in peers], "baseline_mean": round(mq, 2),
                            "gain": round(ms - mq, 2)})  # fmt: skip
             ent["equal_compute"] = ec
         tag = "" if aug is None else f", augment {aug[0]}/{aug[1]:g}/{aug[2]:g}"
@@ -315,16 +320,16 @@ def oracle_ceiling(rows: list[dict[str, Any]]) -> dict[str, Any]:
         meth, steps, ema, level = recipe
         orc = [r for r in oracle if key(r) == recipe]
         base = [r for r in rows if _baseline_peer(r, steps, ema)]
-        mo = sum(r["real"]["event_f1"] for r in orc) / len(orc)
+        mo = _mean_f1(orc)
         ent: dict[str, Any] = {"oracle_event_f1": [r["real"]["event_f1"] for r in orc], "oracle_mean": round(mo, 2),
                                "oracle_segment_f1": [r["real"].get("segment_f1") for r in orc]}  # fmt: skip
         if base:
-            mb = sum(r["real"]["event_f1"] for r in base) / len(base)
+            mb = _mean_f1(base)
             ent.update({"baseline_event_f1": [r["real"]["event_f1"] for r in base], "baseline_mean": round(mb, 2), "gain": round(mo - mb, 2)})
             by_seed = {r["training"].get("seed"): r for r in base}
             seeds = [r["training"].get("seed") for r in orc]
             if None not in seeds and len(set(seeds)) == len(seeds) and all(sd in by_seed for sd in seeds):  # as seed_means_paired
-                pb = sum(by_seed[sd]["real"]["event_f1"] for sd in seeds) / len(seeds)
+                pb = _mean_f1([by_seed[sd] for sd in seeds])
                 ent.update({"seeds": seeds, "paired_baseline_event_f1": [by_seed[sd]["real"]["event_f1"] for sd in seeds],
                             "paired_baseline_mean": round(pb, 2), "paired_gain": round(mo - pb, 2)})  # fmt: skip
         out[f"{meth} with {f'{level}-level ' if level else ''}oracle labels{'' if ema is None else f', EMA {ema:g}'}, {steps} steps"] = ent
@@ -432,8 +437,7 @@ def main(argv: list[str] | None = None) -> int:
                                               and _tri_recipe(r) == rule and _ema(r) == ema
                                               and _consistency(r) == _consistency(by["adv-time+tri"]) and _augment(r) == aug]  # fmt: skip
                 if len(tri) > 1 or len(peers) > 1:
-                    mt = sum(r["real"]["event_f1"] for r in tri) / len(tri)
-                    mb = sum(r["real"]["event_f1"] for r in peers) / len(peers)
+                    mt, mb = _mean_f1(tri), _mean_f1(peers)
                     summary["target_equal_steps_seed_mean"] = {
                         "what": f"mean real event F1 over seeds at {steps} steps: Adv.time+Tri vs baseline",
                         "adv_time_tri": {"seeds": [r["training"].get("seed") for r in tri], "event_f1": [r["real"]["event_f1"] for r in tri], "mean": round(mt, 2)},
