@@ -86,7 +86,9 @@ Adam, lr 1e-3, betas (0.9, 0.999) (paper §4.2). ``--resume`` goes on from the c
 same run; ``--extend`` goes on from a checkpoint of fewer ``--epochs`` (finished or not) and gives
 the run that started with the larger number (batches and augmentation are drawn per step from the
 seed, the learning rate is constant), so it is refused where a schedule follows the total steps:
-tri-training's stage switch and the default GRL ramp.
+the default GRL ramp, and tri-training past its stage switch. A tri-training checkpoint still in
+its labeler stage (such as the ``<stem>.labelers.ckpt`` copy kept at the switch) may be extended
+to more labeler ``--epochs`` and any ``--tri-epochs``: nothing before the switch depends on either.
 
 Model selection and evaluation
 ------------------------------
@@ -729,10 +731,9 @@ def train(
         raise ValueError(f"--consistency and --consistency-rampup must be >= 0, got {opts.consistency}, {opts.consistency_rampup}")
     if opts.consistency and opts.ema is None:
         raise ValueError("--consistency needs --ema DECAY: the moving average is the teacher")
-    if opts.extend and (tri or adv is not None and opts.grl_schedule != "const"):
-        raise ValueError(f"--extend trains a finished run for more epochs, as if started with them; {opts.method!r}"
-                         f"{' (tri-training switches stage at a fixed epoch)' if tri else ' with --grl-schedule ganin (its ramp follows the total steps)'}"
-                         " has a schedule that depends on the total; train it anew")  # fmt: skip
+    if opts.extend and adv is not None and opts.grl_schedule != "const":
+        raise ValueError(f"--extend trains a finished run for more epochs, as if started with them; {opts.method!r} with --grl-schedule "
+                         "ganin has a schedule that depends on the total (its ramp follows the total steps); train it anew")  # fmt: skip
     relabel = bool(opts.relabel_every)
     source = "oracle" if opts.oracle_labels else ("averaged labelers" if opts.pseudo_from == "ema" else "labelers")
     out = Path(out)
@@ -771,10 +772,20 @@ def train(
             raise ValueError(f"{ckpt_p} is not a SED training checkpoint")
         ck_fp = ck["fingerprint"]
         if opts.extend:  # (the checkpoint's epochs may be fewer: the run goes on to this --epochs, as if started with it)
-            if int(ck_fp.get("epochs", 0)) > opts.epochs:
+            ck_epochs = int(ck_fp.get("epochs", 0))
+            if ck_epochs > opts.epochs:
                 raise ValueError(f"{ckpt_p}: --extend goes on to --epochs {opts.epochs}, but the checkpoint's run has {ck_fp['epochs']}")
-            if int(ck_fp.get("epochs", 0)) < opts.epochs:
-                extended_from = int(ck_fp["epochs"])
+            if tri:  # the stage switch follows --epochs: only a checkpoint still in the labeler stage may move it
+                at, ck_switch = int(ck["state"].get("step", 0)), steps_per_epoch * ck_epochs
+                if ck["state"].get("pseudo") is not None or at > ck_switch:
+                    raise ValueError(f"{ckpt_p}: --extend lengthens a tri-training run only in its labeler stage, and this checkpoint is at "
+                                     f"step {at}, past the switch at step {ck_switch}; extend its labeler-stage copy "
+                                     f"({labelers_ckpt_path(ckpt_p).name}, copied to {ckpt_p.name}) or train anew")  # fmt: skip
+                if ck_epochs < opts.epochs or int(ck_fp.get("tri_epochs", 0)) != opts.final_epochs():
+                    extended_from = ck_epochs
+                ck_fp = {**ck_fp, "tri_epochs": opts.final_epochs()}
+            elif ck_epochs < opts.epochs:
+                extended_from = ck_epochs
             ck_fp = {**ck_fp, "epochs": opts.epochs}
         if ck_fp != fp:
             diff = {k: (fp.get(k), ck_fp.get(k)) for k in fp if fp.get(k) != ck_fp.get(k)}
@@ -1215,8 +1226,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoint (same options)")
     parser.add_argument("--extend", action="store_true",
                         help="continue a run's checkpoint, finished or not, to a larger --epochs (same other options): the result "
-                        "equals a run started with that many epochs. Methods whose schedule does not depend on the total steps: "
-                        "not tri-training, and adversarial ones only with --grl-schedule const")
+                        "equals a run started with that many epochs. Adversarial methods only with --grl-schedule const; "
+                        "tri-training only from a checkpoint still in its labeler stage (e.g. its .labelers.ckpt copy), "
+                        "to more --epochs and any --tri-epochs")
     parser.add_argument("--ckpt", default=None, metavar="PATH", help="checkpoint path (default <out stem>.ckpt beside --out)")
     parser.add_argument("--ckpt-minutes", type=float, default=d.ckpt_minutes, help=f"checkpoint interval (default {d.ckpt_minutes:g} min)")
     parser.add_argument("--cache", default=None, metavar="DIR", help="log-mel cache directory (default <corpus>/features)")

@@ -169,11 +169,47 @@ def test_extend_equals_a_run_started_longer(corpus, tmp_path):
         train(corpus, tmp_path / "b" / "m.pt", _opts(**kw, epochs=2, extend=True), cfg=_tiny(), quiet=True)
     with pytest.raises(ValueError, match="no checkpoint"):
         train(corpus, tmp_path / "c" / "m.pt", _opts(**kw, epochs=3, extend=True), cfg=_tiny(), quiet=True)
-    for bad in (dict(method="adv-time+tri"), dict(method="adv-time"), dict(method="tri")):
+    for bad in (dict(method="adv-time+tri", grl_schedule="ganin"), dict(method="adv-time")):
         with pytest.raises(ValueError, match="depends on the total"):
             train(corpus, tmp_path / "b" / "m.pt", _opts(**bad, epochs=3, extend=True), cfg=_tiny(), quiet=True)
     with pytest.raises(ValueError, match="another run"):  # (adversarial with a constant GRL factor may extend: its own checkpoint)
         train(corpus, tmp_path / "b" / "m.pt", _opts(method="adv-time", grl_schedule="const", epochs=3, extend=True), cfg=_tiny(), quiet=True)
+
+
+def test_extend_a_tri_run_from_its_labeler_stage(corpus, tmp_path):
+    """--extend on tri-training: the labeler-stage copy of a 2 + 1 epoch run, extended to 3 + 2 epochs, gives the run
+    started with 3 + 2 (the recipe's options: EMA labels remade every epoch, clip level, augmentation); a checkpoint
+    past the switch is refused, and nothing is lost by the refusal."""
+    import shutil
+
+    from streamkit.models.sed_crnn import load_model
+    from streamkit.train.sed import labelers_ckpt_path, train
+    from streamkit.train.sed_augment import MelAugment
+
+    kw = dict(method="adv-time+tri", grl_schedule="const", ema=0.99, pseudo_from="ema", relabel_every=1, detach_labelers=True,
+              pseudo_level="clip", pseudo_negative=0.05, augment=MelAugment(2, 3.0, 3.0))  # fmt: skip
+    a = train(corpus, tmp_path / "a" / "m.pt", _opts(**kw, epochs=3, tri_epochs=2), cfg=_tiny(), quiet=True)
+    short = train(corpus, tmp_path / "b" / "m.pt", _opts(**kw, epochs=2, tri_epochs=1), cfg=_tiny(), quiet=True)
+    assert a["finished"] and short["finished"] and short["state"]["step"] == 12
+    before = (tmp_path / "b" / "m.ckpt").read_bytes()
+    with pytest.raises(ValueError, match="only in its labeler stage.*step 12, past the switch at step 8"):
+        train(corpus, tmp_path / "b" / "m.pt", _opts(**kw, epochs=3, tri_epochs=2, extend=True), cfg=_tiny(), quiet=True)
+    assert (tmp_path / "b" / "m.ckpt").read_bytes() == before
+    (tmp_path / "c").mkdir()
+    shutil.copyfile(labelers_ckpt_path(tmp_path / "b" / "m.ckpt"), tmp_path / "c" / "m.ckpt")
+    c = train(corpus, tmp_path / "c" / "m.pt", _opts(**kw, epochs=3, tri_epochs=2, extend=True), cfg=_tiny(), quiet=True)
+    assert c["finished"] and c["state"]["step"] == 20 and c["state"]["extended_from_epochs"] == [2]
+    for name in ("m.pt", "m.weights.pt"):
+        ma, _ = load_model(tmp_path / "a" / name)
+        mc, _ = load_model(tmp_path / "c" / name)
+        for (ka, va), (kc, vc) in zip(ma.state_dict().items(), mc.state_dict().items()):
+            assert ka == kc and torch.equal(va, vc), (name, ka)
+    hist = [[(h["step"], h["stage"], h["val_event_f1"], h.get("ema_val_event_f1"), h["loss"]) for h in r["state"]["history"]] for r in (a, c)]
+    assert hist[0] == hist[1] and [h[1] for h in hist[0]] == ["labelers"] * 3 + ["final"] * 2
+    ph = [[(p["step"], p["u_clip_positive"]) for p in r["state"]["pseudo_history"]] for r in (a, c)]
+    assert ph[0] == ph[1] and [p[0] for p in ph[0]] == [12, 16]
+    card = json.loads((tmp_path / "c" / "m.json").read_text())
+    assert card["training"]["extended_from_epochs"] == [2] and card["training"]["tri_epochs"] == 2
 
 
 def test_resume_equals_uninterrupted(corpus, tmp_path):
