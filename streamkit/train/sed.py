@@ -779,7 +779,7 @@ def train(
                 at, ck_switch = int(ck["state"].get("step", 0)), steps_per_epoch * ck_epochs
                 if ck["state"].get("pseudo") is not None or at > ck_switch:
                     raise ValueError(f"{ckpt_p}: --extend lengthens a tri-training run only in its labeler stage, and this checkpoint is at "
-                                     f"step {at}, past the switch at step {ck_switch}; extend its labeler-stage copy "
+                                     f"step {at}, in its final stage (the switch is at step {ck_switch}); extend its labeler-stage copy "
                                      f"({labelers_ckpt_path(ckpt_p).name}, copied to {ckpt_p.name}) or train anew")  # fmt: skip
                 if ck_epochs < opts.epochs or int(ck_fp.get("tri_epochs", 0)) != opts.final_epochs():
                     extended_from = ck_epochs

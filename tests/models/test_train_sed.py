@@ -192,7 +192,7 @@ def test_extend_a_tri_run_from_its_labeler_stage(corpus, tmp_path):
     short = train(corpus, tmp_path / "b" / "m.pt", _opts(**kw, epochs=2, tri_epochs=1), cfg=_tiny(), quiet=True)
     assert a["finished"] and short["finished"] and short["state"]["step"] == 12
     before = (tmp_path / "b" / "m.ckpt").read_bytes()
-    with pytest.raises(ValueError, match="only in its labeler stage.*step 12, past the switch at step 8"):
+    with pytest.raises(ValueError, match=r"only in its labeler stage.*step 12, in its final stage \(the switch is at step 8\)"):
         train(corpus, tmp_path / "b" / "m.pt", _opts(**kw, epochs=3, tri_epochs=2, extend=True), cfg=_tiny(), quiet=True)
     assert (tmp_path / "b" / "m.ckpt").read_bytes() == before
     (tmp_path / "c").mkdir()
