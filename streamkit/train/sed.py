@@ -774,17 +774,17 @@ def train(
         if opts.extend:  # (the checkpoint's epochs may be fewer: the run goes on to this --epochs, as if started with it)
             ck_epochs = int(ck_fp.get("epochs", 0))
             if ck_epochs > opts.epochs:
-                raise ValueError(f"{ckpt_p}: --extend goes on to --epochs {opts.epochs}, but the checkpoint's run has {ck_fp['epochs']}")
+                raise ValueError(f"{ckpt_p}: --extend goes on to --epochs {opts.epochs}, but the checkpoint's run has {ck_epochs}")
+            grows = ck_epochs < opts.epochs
             if tri:  # the stage switch follows --epochs: only a checkpoint still in the labeler stage may move it
                 at, ck_switch = int(ck["state"].get("step", 0)), steps_per_epoch * ck_epochs
                 if ck["state"].get("pseudo") is not None or at > ck_switch:
                     raise ValueError(f"{ckpt_p}: --extend lengthens a tri-training run only in its labeler stage, and this checkpoint is at "
                                      f"step {at}, in its final stage (the switch is at step {ck_switch}); extend its labeler-stage copy "
                                      f"({labelers_ckpt_path(ckpt_p).name}, copied to {ckpt_p.name}) or train anew")  # fmt: skip
-                if ck_epochs < opts.epochs or int(ck_fp.get("tri_epochs", 0)) != opts.final_epochs():
-                    extended_from = ck_epochs
+                grows = grows or int(ck_fp.get("tri_epochs", 0)) != opts.final_epochs()
                 ck_fp = {**ck_fp, "tri_epochs": opts.final_epochs()}
-            elif ck_epochs < opts.epochs:
+            if grows:
                 extended_from = ck_epochs
             ck_fp = {**ck_fp, "epochs": opts.epochs}
         if ck_fp != fp:
