@@ -67,11 +67,13 @@ __all__ = [
     "Event",
     "EventsByFile",
     "FrameScores",
+    "LocalisationErrors",
     "PsdsResult",
     "SedScores",
     "evaluate",
     "event_based",
     "events_by_file",
+    "localisation_errors",
     "parse_strong",
     "parse_weak",
     "psds",
@@ -79,6 +81,7 @@ __all__ = [
     "read_weak_tsv",
     "segment_based",
     "strong_tsv_text",
+    "tagging_based",
     "weak_from_strong",
     "weak_tsv_text",
     "write_strong_tsv",
@@ -421,11 +424,14 @@ def event_based(
     onset_collar: float = ONSET_COLLAR_S,
     offset_collar: float = OFFSET_COLLAR_S,
     offset_collar_rate: float = OFFSET_COLLAR_RATE,
+    evaluate_offset: bool = True,
     files: Iterable[str] | None = None,
 ) -> SedScores:
     """Event-based scores (sed_eval ``EventBasedMetrics``, optimal matching): onset within
-    ``onset_collar``, offset within ``max(offset_collar, offset_collar_rate * reference length)``."""
-    if onset_collar != offset_collar:
+    ``onset_collar``, offset within ``max(offset_collar, offset_collar_rate * reference length)``.
+    ``evaluate_offset=False``: onsets only (an analysis view that frees the offsets; the DCASE
+    score is the default)."""
+    if evaluate_offset and onset_collar != offset_collar:
         raise ValueError("sed_eval uses one t_collar for onsets and offsets: onset_collar must equal offset_collar")
     sed_eval = _import_sed_eval()
     names, ref, est = _pair(reference, estimate, classes, files)
@@ -434,13 +440,14 @@ def event_based(
         t_collar=float(onset_collar),
         percentage_of_length=float(offset_collar_rate),
         evaluate_onset=True,
-        evaluate_offset=True,
+        evaluate_offset=bool(evaluate_offset),
         event_matching_type="optimal",
     )
     m.empty_system_output_handling = "zero_score"
     for name in names:
         m.evaluate([e.as_sed_eval() for e in ref.get(name, [])], [e.as_sed_eval() for e in est.get(name, [])])
-    params = {"onset_collar": onset_collar, "offset_collar": offset_collar, "offset_collar_rate": offset_collar_rate, "files": len(names)}
+    params = {"onset_collar": onset_collar, "offset_collar": offset_collar, "offset_collar_rate": offset_collar_rate,
+              "evaluate_offset": bool(evaluate_offset), "files": len(names)}  # fmt: skip
     return _collect("event", m, classes, params)
 
 
@@ -467,6 +474,156 @@ def segment_based(
             continue  # nothing to score and no length: sed_eval would fail on an empty container
         m.evaluate(r, s, evaluated_length_seconds=dur)
     return _collect("segment", m, classes, {"segment": segment, "files": len(names)})
+
+
+def tagging_based(
+    reference: EventsLike,
+    estimate: EventsLike,
+    *,
+    classes: Sequence[str] = CLASSES,
+    files: Iterable[str] | None = None,
+) -> SedScores:
+    """Clip-level tagging scores (sed_eval ``AudioTaggingMetrics``): a class is present in a clip
+    when it has any event there, in the reference and in the estimate; one decision per (clip, class).
+    Counts and F1 as the other scores (macro over classes with reference clips); tagging has no error
+    rate, so ER and its parts are NaN. Every file of the union (or of ``files``) is scored, with no
+    events meaning no tags."""
+    _import_sed_eval()
+    from dcase_util.containers import MetaDataContainer
+    from sed_eval.audio_tag import AudioTaggingMetrics
+
+    names, ref, est = _pair(reference, estimate, classes, files)
+    per_class: dict[str, ClassScores] = {}
+    m = AudioTaggingMetrics(tags=list(classes))
+    if names:
+        def tags(ev: EventsByFile) -> Any:
+            return MetaDataContainer([{"filename": n, "tags": sorted({e.event_label for e in ev.get(n, [])})} for n in names])
+
+        m.evaluate(tags(ref), tags(est))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = m.results()
+    for c in classes:
+        n = m.tag_wise[c]
+        f = res["class_wise"][c]["f_measure"]
+        # a class with reference clips and no estimates scores 0 (sed_eval gives None), as the event scores
+        def val(key: str, n: dict[str, Any] = n, f: dict[str, Any] = f) -> float:
+            if n["Nref"] == 0:
+                return float("nan")
+            v = _nan(f[key])
+            return 0.0 if math.isnan(v) else v
+
+        per_class[c] = ClassScores(
+            f1=val("f_measure"),
+            precision=val("precision"),
+            recall=val("recall"),
+            error_rate=float("nan"),
+            deletion_rate=float("nan"),
+            insertion_rate=float("nan"),
+            n_ref=int(n["Nref"]),
+            n_sys=int(n["Nsys"]),
+            n_tp=int(n["Ntp"]),
+        )
+
+    def macro(key: str) -> float:
+        v = [getattr(x, key) for x in per_class.values() if not math.isnan(getattr(x, key))]
+        return float(np.mean(v)) if v else float("nan")
+
+    n_ref = sum(x.n_ref for x in per_class.values())
+    n_sys = sum(x.n_sys for x in per_class.values())
+    n_tp = sum(x.n_tp for x in per_class.values())
+    p = n_tp / n_sys if n_sys else float("nan")
+    r = n_tp / n_ref if n_ref else float("nan")
+    micro = 2 * n_tp / (n_ref + n_sys) if n_ref else float("nan")
+    nan = float("nan")
+    return SedScores(kind="tagging", macro_f1=macro("f1"), macro_precision=macro("precision"), macro_recall=macro("recall"),
+                     micro_f1=micro, micro_precision=p, micro_recall=r, error_rate=nan, substitution_rate=nan, deletion_rate=nan,
+                     insertion_rate=nan, n_ref=n_ref, n_sys=n_sys, n_tp=n_tp, per_class=per_class, params={"files": len(names)})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LocalisationErrors:
+    """Where detections go wrong, per reference event (see :func:`localisation_errors`)."""
+
+    n_ref: int
+    n_sys: int
+    missed: float  #: fraction of reference events no estimate of their class overlaps
+    split: float  #: fraction of reference events overlapped by two or more estimates of their class
+    merged: float  #: fraction of estimates (that hit) overlapping two or more reference events of their class
+    false_alarm: float  #: fraction of estimates overlapping no reference event of their class
+    onset_error: dict[str, float]  #: signed estimate - reference onset (s) of the best overlap: median, p10, p90, within 200 ms
+    offset_error: dict[str, float]  #: the same for offsets (within: max(200 ms, 20 %) of the reference length)
+    length_ratio: float  #: median estimate / reference length of the best overlaps
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def localisation_errors(
+    reference: EventsLike,
+    estimate: EventsLike,
+    *,
+    classes: Sequence[str] = CLASSES,
+    files: Iterable[str] | None = None,
+) -> LocalisationErrors:
+    """An anatomy of event-detection errors (not a DCASE score): each reference event is paired with
+    the estimate of its class in its file that overlaps it longest (none: *missed*); the pair's
+    signed onset and offset differences (estimate - reference) show whether the boundaries or the
+    detections fail. Counts of split references, merged and false-alarm estimates come with it.
+    Medians and 10th/90th percentiles are NaN where no pair exists."""
+    names, ref, est = _pair(reference, estimate, classes, files)
+    n_ref = n_sys = missed = split = merged = hit_sys = fa = 0
+    d_on: list[float] = []
+    d_off: list[float] = []
+    ok_on = ok_off = 0
+    ratio: list[float] = []
+    for name in names:
+        r_ev = ref.get(name, [])
+        s_ev = est.get(name, [])
+        n_ref += len(r_ev)
+        n_sys += len(s_ev)
+        for e in r_ev:
+            ov = [(min(e.offset, s.offset) - max(e.onset, s.onset), s) for s in s_ev if s.event_label == e.event_label]
+            ov = [(o, s) for o, s in ov if o > 0]
+            if not ov:
+                missed += 1
+                continue
+            split += len(ov) > 1
+            _o, best = max(ov, key=lambda t: t[0])
+            d_on.append(best.onset - e.onset)
+            d_off.append(best.offset - e.offset)
+            ok_on += abs(best.onset - e.onset) <= ONSET_COLLAR_S
+            ok_off += abs(best.offset - e.offset) <= max(OFFSET_COLLAR_S, OFFSET_COLLAR_RATE * (e.offset - e.onset))
+            ratio.append((best.offset - best.onset) / (e.offset - e.onset))
+        for s in s_ev:
+            k = sum(1 for e in r_ev if e.event_label == s.event_label and min(e.offset, s.offset) - max(e.onset, s.onset) > 0)
+            if k == 0:
+                fa += 1
+            else:
+                hit_sys += 1
+                merged += k > 1
+
+    def stats(d: list[float], ok: int) -> dict[str, float]:
+        if not d:
+            return {"median": float("nan"), "p10": float("nan"), "p90": float("nan"), "within_collar": float("nan")}
+        a = np.asarray(d, dtype=float)
+        return {"median": float(np.median(a)), "p10": float(np.percentile(a, 10)), "p90": float(np.percentile(a, 90)),
+                "within_collar": ok / len(d)}  # fmt: skip
+
+    def frac(k: int, n: int) -> float:
+        return k / n if n else float("nan")
+
+    return LocalisationErrors(
+        n_ref=n_ref,
+        n_sys=n_sys,
+        missed=frac(missed, n_ref),
+        split=frac(split, n_ref),
+        merged=frac(merged, hit_sys),
+        false_alarm=frac(fa, n_sys),
+        onset_error=stats(d_on, ok_on),
+        offset_error=stats(d_off, ok_off),
+        length_ratio=float(np.median(ratio)) if ratio else float("nan"),
+    )
 
 
 def evaluate(

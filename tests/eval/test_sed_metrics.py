@@ -338,3 +338,69 @@ def test_psds_errors():
         sed.psds(PSDS_REF, sc, classes=C3)
     with pytest.raises(ValueError, match="differ from"):
         sed.psds(PSDS_REF, _scores(PSDS_REF), classes=("Dog", "Cat", "Speech"))
+
+
+def test_event_based_onset_only_frees_the_offsets():
+    ref = [E("a.wav", 6.0, 9.0, "Speech")]
+    late_end = [E("a.wav", 6.1, 10.2, "Speech")]
+    assert sed.event_based(ref, late_end, classes=C3).micro_f1 == 0.0
+    r = sed.event_based(ref, late_end, classes=C3, evaluate_offset=False)
+    assert r.micro_f1 == pytest.approx(1.0) and r.params["evaluate_offset"] is False
+    # the onset collar still holds, and with offsets off the offset collar may differ
+    assert sed.event_based(ref, [E("a.wav", 6.3, 9.0, "Speech")], classes=C3, evaluate_offset=False).micro_f1 == 0.0
+    assert sed.event_based(ref, late_end, classes=C3, evaluate_offset=False, onset_collar=0.5, offset_collar=0.2).micro_f1 == 1.0
+    with pytest.raises(ValueError, match="t_collar"):
+        sed.event_based(ref, late_end, classes=C3, onset_collar=0.5, offset_collar=0.2)
+
+
+TAG_REF = [E("a.wav", 1.0, 3.0, "Dog"), E("a.wav", 5.0, 6.0, "Cat"), E("b.wav", 0.0, 2.0, "Speech"), E("c.wav", 1.0, 2.0, "Dog")]
+TAG_EST = [E("a.wav", 1.1, 2.0, "Dog"), E("a.wav", 2.2, 3.5, "Dog"), E("b.wav", 4.0, 5.0, "Cat"), E("c.wav", 7.0, 8.0, "Dog")]
+
+
+def test_tagging_hand_computed():
+    r = sed.tagging_based(TAG_REF, TAG_EST, classes=C3)
+    pc = r.per_class
+    # one decision per (clip, class), timing ignored: Dog (ref a, c; est a, c) TP 2; Cat (ref a; est b) TP 0;
+    # Speech (ref b; no estimate) F1 0 as the event scores' zero_score convention
+    assert (pc["Dog"].n_ref, pc["Dog"].n_sys, pc["Dog"].n_tp) == (2, 2, 2) and pc["Dog"].f1 == pytest.approx(1.0)
+    assert (pc["Cat"].n_ref, pc["Cat"].n_sys, pc["Cat"].n_tp) == (1, 1, 0) and pc["Cat"].f1 == 0.0
+    assert (pc["Speech"].n_ref, pc["Speech"].n_sys) == (1, 0) and pc["Speech"].f1 == 0.0 and pc["Speech"].precision == 0.0
+    assert r.macro_f1 == pytest.approx(1 / 3)
+    # micro: TP 2 of 4 reference and 3 estimated tags
+    assert (r.n_ref, r.n_sys, r.n_tp) == (4, 3, 2) and r.micro_f1 == pytest.approx(4 / 7)
+    assert r.kind == "tagging" and math.isnan(r.error_rate) and r.params["files"] == 3
+    # the c.wav Dog estimate is a tagging hit but an event-based miss
+    assert sed.event_based(TAG_REF, TAG_EST, classes=C3).per_class["Dog"].n_tp == 0
+
+
+def test_tagging_edge_cases():
+    # a class absent from the reference is NaN and left out of the macro mean (its false alarms still count in micro)
+    r = sed.tagging_based([E("a.wav", 0.0, 1.0, "Dog")], [E("a.wav", 0.0, 1.0, "Dog"), E("a.wav", 0.0, 1.0, "Cat")], classes=C3)
+    assert math.isnan(r.per_class["Cat"].f1) and r.macro_f1 == pytest.approx(1.0) and r.micro_f1 == pytest.approx(2 / 3)
+    # files without events are scored as clips without tags; an estimate for an unlisted file is an error
+    r = sed.tagging_based({"a.wav": [], "b.wav": []}, {"a.wav": [E("a.wav", 0.0, 1.0, "Dog")]}, classes=C3)
+    assert r.n_sys == 1 and r.n_ref == 0 and math.isnan(r.macro_f1) and r.params["files"] == 2
+    with pytest.raises(ValueError, match="not in the scored file list"):
+        sed.tagging_based(TAG_REF, TAG_EST, classes=C3, files=["a.wav"])
+    e = sed.tagging_based([], [], classes=C3)
+    assert e.n_ref == 0 and math.isnan(e.macro_f1)
+
+
+def test_localisation_errors_hand_computed():
+    r = sed.localisation_errors(TAG_REF, TAG_EST, classes=C3)
+    # Dog a.wav 1-3: two estimates overlap (split), the longer overlap is 1.1-2.0 (0.9 s against 0.8 s):
+    # onset +0.1 (inside 200 ms), offset -1.0 (outside max(0.2, 0.4)), length 0.45; Cat, Speech, c.wav Dog missed
+    assert (r.n_ref, r.n_sys) == (4, 4)
+    assert r.missed == pytest.approx(3 / 4) and r.split == pytest.approx(1 / 4)
+    assert r.onset_error["median"] == pytest.approx(0.1) and r.onset_error["within_collar"] == 1.0
+    assert r.offset_error["median"] == pytest.approx(-1.0) and r.offset_error["within_collar"] == 0.0
+    assert r.length_ratio == pytest.approx(0.45)
+    # estimates: both a.wav Dogs hit one reference each; b.wav Cat and c.wav Dog overlap nothing of their class
+    assert r.false_alarm == pytest.approx(2 / 4) and r.merged == 0.0
+    # one long estimate over two references of its class is merged
+    m = sed.localisation_errors([E("a.wav", 1.0, 2.0, "Dog"), E("a.wav", 3.0, 4.0, "Dog")], [E("a.wav", 0.9, 4.1, "Dog")], classes=C3)
+    assert m.merged == 1.0 and m.missed == 0.0 and m.offset_error["median"] == pytest.approx(1.1)
+    # no pairs at all: NaN statistics, not an error
+    n = sed.localisation_errors([E("a.wav", 1.0, 2.0, "Dog")], [], classes=C3)
+    assert n.missed == 1.0 and math.isnan(n.onset_error["median"]) and math.isnan(n.false_alarm) and math.isnan(n.length_ratio)
+    assert sed.localisation_errors({"a.wav": []}, {}, classes=C3).as_dict()["n_ref"] == 0

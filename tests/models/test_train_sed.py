@@ -565,6 +565,46 @@ def test_post_tune_benchmark(corpus, tmp_path, capsys):
         bench.main(["--corpus", str(corpus), "--model", f"nomethod={m}"])
 
 
+def test_gap_anatomy_benchmark(corpus, tmp_path, capsys):
+    """benchmarks/sed_gap_anatomy.py: its event level is the trainer's eval score; looser levels never score lower."""
+    from streamkit.train.sed import train
+
+    m = tmp_path / "m.pt"
+    train(corpus, m, _opts(method="baseline", epochs=1), cfg=_tiny(), quiet=True)
+    card = json.loads(m.with_suffix(".json").read_text())
+    bench = _bench("sed_gap_anatomy", "bench")
+    out = tmp_path / "a.json"
+    assert bench.main(["--corpus", str(corpus), "--model", f"tiny={m}", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert str(tmp_path) not in text
+    (row,) = json.loads(text)["rows"]
+    assert row["label"] == "tiny" and row["method"] == "baseline"
+    for dom, key in (("real", "eval"), ("synthetic", "synthetic_holdout")):
+        f1 = row[dom]["macro_f1"]
+        assert set(f1) == set(bench.LEVELS)
+        ref = card["metrics"][key]["event_f1"]
+        assert (f1["event"] == ref) or (f1["event"] is None and ref != ref)
+        if f1["event"] == f1["event"]:
+            assert f1["event"] <= f1["event_onset"] + 1e-9 and f1["event"] <= f1["event_1s"] + 1e-9
+        loc = row[dom]["localisation"]
+        assert loc["n_ref"] == sum(len(v) for k, v in _strong(corpus, "eval" if dom == "real" else "synthetic", row).items())
+    assert row["gap"]["tagging"] == round(row["synthetic"]["macro_f1"]["tagging"] - row["real"]["macro_f1"]["tagging"], 2)
+    assert "Localisation anatomy" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        bench.main(["--corpus", str(corpus), "--model", "nolabel"])
+    with pytest.raises(SystemExit):
+        bench.main(["--corpus", str(corpus), "--model", f"x={tmp_path / 'missing.pt'}"])
+
+
+def _strong(corpus, subset, row):
+    """The strong labels of the clips a gap-anatomy row scored (the eval subset, or the synthetic held-out tail)."""
+    from streamkit.train.sed import SedCorpus
+
+    c = SedCorpus(corpus)
+    files = c.files[subset][-row[("real" if subset == "eval" else "synthetic")]["files"] :]
+    return {f: c.strong[subset].get(f, []) for f in files}
+
+
 def test_pseudo_label_benchmark(corpus, tmp_path, capsys):
     """benchmarks/sed_pseudo_labels.py: frame and clip rules against the truth, each head's validation F1."""
     from streamkit.train.sed import train
