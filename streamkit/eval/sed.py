@@ -24,7 +24,15 @@ union of reference and estimate files (or the ``files`` given):
   event of it overlaps the segment; a file is scored up to its duration when ``durations`` gives
   it, else up to its last offset (sed_eval's default).
 
-Each gives a :class:`SedScores`: macro F1 / precision / recall (mean over classes of the
+Two analysis views come with them: :func:`tagging_based` scores clip tags (sed_eval
+``AudioTaggingMetrics``, one decision per clip and class), and ``event_based(...,
+evaluate_offset=False)`` onsets only; :func:`localisation_errors` (our own, not a DCASE score)
+pairs each reference event with its best-overlapping estimate and counts missed, split, merged
+and false-alarm events and the onset / offset differences. Between the DCASE event score and
+tagging they show whether a system fails at *what* sounds or at *where* it starts and ends
+(``benchmarks/sed_gap_anatomy.py``).
+
+Each scorer gives a :class:`SedScores` (tagging without ER): macro F1 / precision / recall (mean over classes of the
 per-class values, sed_eval's "class-wise average"), micro F1 (counts pooled over classes),
 the overall error rate ER = (S + D + I) / N_ref, and per-class :class:`ClassScores`. Conventions
 (sed_eval's, with ``empty_system_output_handling='zero_score'`` as the DESED baseline): a class
