@@ -20,7 +20,8 @@ tagging             the class is anywhere in the clip (one decision per clip and
 real domain breaks: a gap that stays from tagging down to events is *what* sounds; one that opens
 only at the event level is *where* events start and end. Each row also gets the anatomy of
 :func:`streamkit.eval.sed.localisation_errors`: missed and split reference events, false alarms,
-and the signed onset / offset differences of each reference's best-overlapping estimate.
+the signed onset / offset differences of each reference's best-overlapping estimate, and the
+share of false alarms of a class the clip does not hold ("FA absent").
 
 Usage::
 
@@ -138,7 +139,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         lines.append(f"{r['label'][:44]:44s} " + " ".join(f"{c:>22s}" for c in cells))
     lines += ["", "Localisation anatomy, real eval (synthetic) - fractions; onset / offset errors in s (estimate - reference):",
               f"{'model':44s} {'missed':>13s} {'split':>13s} {'false alarm':>13s} {'onset med':>15s} {'onset ok':>13s} "
-              f"{'offset med':>15s} {'offset ok':>13s} {'length':>13s}"]  # fmt: skip
+              f"{'offset med':>15s} {'offset ok':>13s} {'length':>13s} {'FA absent':>13s}"]  # fmt: skip
     for r in rows:
         lr, ls = r["real"]["localisation"], r["synthetic"]["localisation"]
 
@@ -151,7 +152,7 @@ def table(rows: list[dict[str, Any]]) -> str:
                      f"{pair(lr['onset_error']['within_collar'], ls['onset_error']['within_collar'])} "
                      f"{pair(lr['offset_error']['median'], ls['offset_error']['median'], 15)} "
                      f"{pair(lr['offset_error']['within_collar'], ls['offset_error']['within_collar'])} "
-                     f"{pair(lr['length_ratio'], ls['length_ratio'])}")  # fmt: skip
+                     f"{pair(lr['length_ratio'], ls['length_ratio'])} {pair(lr['false_alarm_absent'], ls['false_alarm_absent'])}")  # fmt: skip
     lines += ["", "Per class, real eval event F1 % (synthetic) and real tagging F1 % (synthetic):",
               f"{'class':28s} " + " ".join(f"{r['label'][:33]:>33s}" for r in rows)]  # fmt: skip
     for c in rows[0]["real"]["f1_per_class"]["event"] if rows else ():

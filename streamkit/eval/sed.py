@@ -559,6 +559,7 @@ class LocalisationErrors:
     split: float  #: fraction of reference events overlapped by two or more estimates of their class
     merged: float  #: fraction of estimates (that hit) overlapping two or more reference events of their class
     false_alarm: float  #: fraction of estimates overlapping no reference event of their class
+    false_alarm_absent: float  #: fraction of those false alarms whose class the clip does not hold at all
     onset_error: dict[str, float]  #: signed estimate - reference onset (s) of the best overlap: median, p10, p90, within 200 ms
     offset_error: dict[str, float]  #: the same for offsets (within: max(200 ms, 20 %) of the reference length)
     length_ratio: float  #: median estimate / reference length of the best overlaps
@@ -577,10 +578,11 @@ def localisation_errors(
     """An anatomy of event-detection errors (not a DCASE score): each reference event is paired with
     the estimate of its class in its file that overlaps it longest (none: *missed*); the pair's
     signed onset and offset differences (estimate - reference) show whether the boundaries or the
-    detections fail. Counts of split references, merged and false-alarm estimates come with it.
+    detections fail. Counts of split references, merged and false-alarm estimates come with it, and
+    the share of false alarms of a class the clip does not hold (a clip tag would have caught them).
     Medians and 10th/90th percentiles are NaN where no pair exists."""
     names, ref, est = _pair(reference, estimate, classes, files)
-    n_ref = n_sys = missed = split = merged = hit_sys = fa = 0
+    n_ref = n_sys = missed = split = merged = hit_sys = fa = fa_absent = 0
     d_on: list[float] = []
     d_off: list[float] = []
     ok_on = ok_off = 0
@@ -603,10 +605,12 @@ def localisation_errors(
             ok_on += abs(best.onset - e.onset) <= ONSET_COLLAR_S
             ok_off += abs(best.offset - e.offset) <= max(OFFSET_COLLAR_S, OFFSET_COLLAR_RATE * (e.offset - e.onset))
             ratio.append((best.offset - best.onset) / (e.offset - e.onset))
+        held = {e.event_label for e in r_ev}
         for s in s_ev:
             k = sum(1 for e in r_ev if e.event_label == s.event_label and min(e.offset, s.offset) - max(e.onset, s.onset) > 0)
             if k == 0:
                 fa += 1
+                fa_absent += s.event_label not in held
             else:
                 hit_sys += 1
                 merged += k > 1
@@ -628,6 +632,7 @@ def localisation_errors(
         split=frac(split, n_ref),
         merged=frac(merged, hit_sys),
         false_alarm=frac(fa, n_sys),
+        false_alarm_absent=frac(fa_absent, fa),
         onset_error=stats(d_on, ok_on),
         offset_error=stats(d_off, ok_off),
         length_ratio=float(np.median(ratio)) if ratio else float("nan"),

@@ -397,10 +397,13 @@ def test_localisation_errors_hand_computed():
     assert r.length_ratio == pytest.approx(0.45)
     # estimates: both a.wav Dogs hit one reference each; b.wav Cat and c.wav Dog overlap nothing of their class
     assert r.false_alarm == pytest.approx(2 / 4) and r.merged == 0.0
+    # b.wav holds no Cat (an absent class); c.wav holds Dog, only elsewhere in time
+    assert r.false_alarm_absent == pytest.approx(1 / 2)
     # one long estimate over two references of its class is merged
     m = sed.localisation_errors([E("a.wav", 1.0, 2.0, "Dog"), E("a.wav", 3.0, 4.0, "Dog")], [E("a.wav", 0.9, 4.1, "Dog")], classes=C3)
     assert m.merged == 1.0 and m.missed == 0.0 and m.offset_error["median"] == pytest.approx(1.1)
     # no pairs at all: NaN statistics, not an error
     n = sed.localisation_errors([E("a.wav", 1.0, 2.0, "Dog")], [], classes=C3)
     assert n.missed == 1.0 and math.isnan(n.onset_error["median"]) and math.isnan(n.false_alarm) and math.isnan(n.length_ratio)
+    assert math.isnan(n.false_alarm_absent)
     assert sed.localisation_errors({"a.wav": []}, {}, classes=C3).as_dict()["n_ref"] == 0
