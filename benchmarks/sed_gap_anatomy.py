@@ -105,22 +105,19 @@ def _round(x: Any) -> Any:
 
 
 def evaluate(label: str, path: Path, corpus: Any) -> dict[str, Any]:
+    from sed_table1 import card_post, domain_probs
+
     from streamkit.models.sed_crnn import load_model
-    from streamkit.train.sed import file_sha256, predict_frames
+    from streamkit.train.sed import file_sha256
 
     model, meta = load_model(path)
     card_p = path.with_suffix(".json")
     card = json.loads(card_p.read_text(encoding="utf-8")) if card_p.is_file() else {}
-    post = card.get("post_processing") or meta.get("post_processing") or {}
-    med, thr = float(post.get("median_s", 0.45)), float(post.get("threshold", 0.5))
-    hold = int(card.get("training", {}).get("synthetic_holdout", 200))
-    syn = corpus.files["synthetic"]
-    sets = {"real": ("eval", corpus.files["eval"], slice(None)), "synthetic": ("synthetic", syn[len(syn) - hold :], slice(len(syn) - hold, None))}
+    med, thr = card_post(card, meta)
     row: dict[str, Any] = {"label": label, "method": card.get("method"), "weights": path.name, "sha256": file_sha256(path),
                            "post": {"median_s": med, "threshold": thr}}  # fmt: skip
     t0 = time.monotonic()
-    for dom, (sub, files, sl) in sets.items():
-        probs = predict_frames(model, corpus.features(sub, model.cfg, progress=False)[sl])
+    for dom, (sub, files, probs) in domain_probs(model, corpus, card).items():
         row[dom] = score_levels(probs, files, corpus.strong[sub], model.cfg, median_s=med, threshold=thr, clip_s=corpus.clip_s)
     row["gap"] = {k: round(row["synthetic"]["macro_f1"][k] - row["real"]["macro_f1"][k], 2) for k in LEVELS}
     row["score_s"] = round(time.monotonic() - t0, 1)

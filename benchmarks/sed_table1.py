@@ -91,29 +91,40 @@ def parse_model_specs(ap: argparse.ArgumentParser, specs: list[str], *, allow_em
     return out
 
 
+def card_post(card: dict[str, Any], meta: dict[str, Any]) -> tuple[float, float]:
+    """The post-processing a model was scored with: ``(median_s, threshold)`` from its card (or weight file), default 0.45 s / 0.5."""
+    post = card.get("post_processing") or meta.get("post_processing") or {}
+    return float(post.get("median_s", 0.45)), float(post.get("threshold", 0.5))
+
+
+def domain_probs(model: Any, corpus: Any, card: dict[str, Any]) -> dict[str, tuple[str, list[str], Any]]:
+    """Ft's frame probabilities on both scored sets, ``{domain: (subset, files, probs)}``: real = the eval clips,
+    synthetic = the held-out tail of the synthetic subset (``synthetic_holdout`` clips, as recorded in the card)."""
+    from streamkit.train.sed import predict_frames
+
+    hold = int(card.get("training", {}).get("synthetic_holdout", 200))
+    syn = corpus.files["synthetic"]
+    sets = {"real": ("eval", corpus.files["eval"], slice(None)), "synthetic": ("synthetic", syn[len(syn) - hold :], slice(len(syn) - hold, None))}
+    return {dom: (sub, files, predict_frames(model, corpus.features(sub, model.cfg, progress=False)[sl])) for dom, (sub, files, sl) in sets.items()}
+
+
 def evaluate_model(method: str, path: Path, corpus: Any, *, median_s: float | None, threshold: float | None, psds: bool) -> dict[str, Any]:
     from streamkit.models.sed_crnn import load_model, n_params
-    from streamkit.train.sed import file_sha256, predict_frames, score_probs
+    from streamkit.train.sed import file_sha256, score_probs
 
     model, meta = load_model(path)
     card_p = path.with_suffix(".json")
     card = json.loads(card_p.read_text(encoding="utf-8")) if card_p.is_file() else {}
-    tr = card.get("training", {})
     if card.get("method") and card["method"] != method:
         raise SystemExit(f"error: {path.name} was trained with --method {card['method']}, given as {method}")
-    post = card.get("post_processing") or meta.get("post_processing") or {}
-    med = median_s if median_s is not None else float(post.get("median_s", 0.45))
-    thr = threshold if threshold is not None else float(post.get("threshold", 0.5))
-    hold = int(tr.get("synthetic_holdout", 200))
+    card_med, card_thr = card_post(card, meta)
+    med = median_s if median_s is not None else card_med
+    thr = threshold if threshold is not None else card_thr
     cfg = model.cfg
     row: dict[str, Any] = {"method": method, "name": METHOD_NAMES[method], "weights": path.name, "sha256": file_sha256(path),
                            "parameters": n_params(model)}  # fmt: skip
     t0 = time.monotonic()
-    syn = corpus.files["synthetic"]
-    sets = {"real": ("eval", corpus.files["eval"], slice(None)), "synthetic": ("synthetic", syn[len(syn) - hold :], slice(len(syn) - hold, None))}
-    for dom, (sub, files, sl) in sets.items():
-        feats = corpus.features(sub, cfg, progress=False)[sl]
-        probs = predict_frames(model, feats)
+    for dom, (sub, files, probs) in domain_probs(model, corpus, card).items():
         row[dom] = score_probs(probs, files, corpus.strong[sub], cfg, median_s=med, threshold=thr, clip_s=corpus.clip_s, psds=psds)
     row["score_s"] = round(time.monotonic() - t0, 1)
     _card_fields(row, card, cfg.labeler_hidden)

@@ -370,6 +370,12 @@ def _pair(
     return names, ref, est
 
 
+def _macro(per_class: Mapping[str, ClassScores], key: str) -> float:
+    """Our own macro over the per-class values (sed_eval's nanmean; NaN, not a warning, when none is defined)."""
+    v = [getattr(x, key) for x in per_class.values() if not math.isnan(getattr(x, key))]
+    return float(np.mean(v)) if v else float("nan")
+
+
 def _collect(kind: str, m: Any, classes: Sequence[str], params: dict[str, Any]) -> SedScores:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # nanmean of all-NaN
@@ -394,10 +400,8 @@ def _collect(kind: str, m: Any, classes: Sequence[str], params: dict[str, Any]) 
             n_tp=int(n["Ntp"]),
         )
 
-    # our own macro over the per-class values (sed_eval's nanmean; NaN, not a warning, when none is defined)
     def macro(key: str) -> float:
-        v = [getattr(s, key) for s in per_class.values() if not math.isnan(getattr(s, key))]
-        return float(np.mean(v)) if v else float("nan")
+        return _macro(per_class, key)
 
     macro_f1 = macro("f1")
     if avg.get("f_measure") and not (math.isnan(macro_f1) and math.isnan(avg["f_measure"]["f_measure"])):
@@ -534,8 +538,7 @@ def tagging_based(
         )
 
     def macro(key: str) -> float:
-        v = [getattr(x, key) for x in per_class.values() if not math.isnan(getattr(x, key))]
-        return float(np.mean(v)) if v else float("nan")
+        return _macro(per_class, key)
 
     n_ref = sum(x.n_ref for x in per_class.values())
     n_sys = sum(x.n_sys for x in per_class.values())
