@@ -407,3 +407,103 @@ def test_localisation_errors_hand_computed():
     assert n.missed == 1.0 and math.isnan(n.onset_error["median"]) and math.isnan(n.false_alarm) and math.isnan(n.length_ratio)
     assert math.isnan(n.false_alarm_absent)
     assert sed.localisation_errors({"a.wav": []}, {}, classes=C3).as_dict()["n_ref"] == 0
+
+
+# --------------------------------------------------------------------------------------------
+# per-file counts and the paired bootstrap
+
+
+def _random_events(rng, files, classes, n_max=4):
+    out = {}
+    for f in files:
+        evs = []
+        for _ in range(int(rng.integers(0, n_max + 1))):
+            on = float(rng.uniform(0, 9))
+            evs.append(E(f, round(on, 3), round(min(10.0, on + float(rng.uniform(0.1, 3))), 3), str(rng.choice(classes))))
+        out[f] = evs
+    return out
+
+
+def _jitter(rng, events, classes, p_drop=0.25, p_false=0.3):
+    """An imperfect 'system': references moved by up to 0.4 s, some dropped, some false alarms added."""
+    out = {}
+    for f, evs in events.items():
+        est = []
+        for e in evs:
+            if rng.random() < p_drop:
+                continue
+            on = max(0.0, e.onset + float(rng.uniform(-0.4, 0.4)))
+            est.append(E(f, round(on, 3), round(max(on + 0.05, e.offset + float(rng.uniform(-0.5, 0.5))), 3), e.event_label))
+        if rng.random() < p_false:
+            on = float(rng.uniform(0, 8))
+            est.append(E(f, round(on, 3), round(on + 1.0, 3), str(rng.choice(classes))))
+        out[f] = est
+    return out
+
+
+def test_event_counts_add_up_to_sed_eval_scores():
+    rng = np.random.default_rng(3)
+    files = [f"f{i}.wav" for i in range(40)]
+    ref = _random_events(rng, files, C3)
+    est = _jitter(rng, ref, C3)
+    c = sed.event_counts(ref, est, classes=C3, files=files)
+    assert c.files == tuple(files) and c.classes == C3 and c.counts.shape == (40, 3, 3)
+    whole = sed.event_based(ref, est, classes=C3, files=files)
+    for k, cls in enumerate(C3):
+        pc = whole.per_class[cls]
+        assert tuple(c.counts[:, k].sum(axis=0)) == (pc.n_ref, pc.n_sys, pc.n_tp)
+    assert c.macro_f1() == pytest.approx(whole.macro_f1, rel=1e-9)
+    # each file's counts are that file scored alone
+    for i in (0, 7, 23):
+        alone = sed.event_based({files[i]: ref[files[i]]}, {files[i]: est[files[i]]}, classes=C3, files=[files[i]])
+        assert [tuple(c.counts[i, k]) for k in range(3)] == [(alone.per_class[x].n_ref, alone.per_class[x].n_sys, alone.per_class[x].n_tp) for x in C3]
+    # weights = a multiset of files: file 0 twice, file 1 once equals scoring the three copies
+    w = np.zeros(40, dtype=int)
+    w[0], w[1] = 2, 1
+    copies = {"a.wav": ref[files[0]], "b.wav": ref[files[0]], "c.wav": ref[files[1]]}
+    ecop = {"a.wav": est[files[0]], "b.wav": est[files[0]], "c.wav": est[files[1]]}
+    ren = {k: [E(k, e.onset, e.offset, e.event_label) for e in v] for k, v in copies.items()}
+    eren = {k: [E(k, e.onset, e.offset, e.event_label) for e in v] for k, v in ecop.items()}
+    got, want = c.macro_f1(w), sed.event_based(ren, eren, classes=C3).macro_f1
+    assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want, rel=1e-9)
+    # onset-only counts follow the same switch as event_based
+    c_on = sed.event_counts(ref, est, classes=C3, files=files, evaluate_offset=False)
+    assert c_on.macro_f1() == pytest.approx(sed.event_based(ref, est, classes=C3, files=files, evaluate_offset=False).macro_f1, rel=1e-9)
+
+
+def test_macro_f1_from_counts_conventions():
+    # (N_ref, N_sys, N_tp) per class: 2/3; 0 (no estimates); undefined (no reference) -> mean of two
+    assert sed.macro_f1_from_counts([[2, 1, 1], [3, 0, 0], [0, 4, 0]]) == pytest.approx(1 / 3)
+    assert math.isnan(sed.macro_f1_from_counts([[0, 1, 0], [0, 0, 0]]))
+    batch = sed.macro_f1_from_counts(np.array([[[1, 1, 1]], [[2, 2, 1]]]))
+    assert batch.shape == (2,) and batch[0] == 1.0 and batch[1] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="shape"):
+        sed.macro_f1_from_counts([1, 2, 3])
+
+
+def test_bootstrap_gain_is_paired_and_centred():
+    rng = np.random.default_rng(5)
+    files = [f"f{i}.wav" for i in range(60)]
+    ref = _random_events(rng, files, C3)
+    weak = sed.event_counts(ref, _jitter(rng, ref, C3, p_drop=0.5), classes=C3, files=files)
+    strong = sed.event_counts(ref, _jitter(rng, ref, C3, p_drop=0.1), classes=C3, files=files)
+    r = sed.bootstrap_macro_f1_gain([weak, weak], [strong, weak], n_boot=400, seed=1)
+    p0, p1 = r["pairs"]
+    assert p0["gain"] == pytest.approx(strong.macro_f1() - weak.macro_f1()) and p0["gain"] > 0
+    assert p0["ci"][0] < p0["gain"] < p0["ci"][1]
+    # a run against itself gains exactly 0 in every resample: the pairing shares the clips
+    assert p1["gain"] == 0.0 and p1["ci"] == [0.0, 0.0]
+    assert r["mean_gain"] == pytest.approx(p0["gain"] / 2)
+    assert r["draws"].shape == (400,) and r["ci"][0] < r["mean_gain"] < r["ci"][1]
+    # reproducible from its seed
+    again = sed.bootstrap_macro_f1_gain([weak, weak], [strong, weak], n_boot=400, seed=1)
+    assert again["ci"] == r["ci"]
+    with pytest.raises(ValueError, match="as many"):
+        sed.bootstrap_macro_f1_gain([weak], [strong, weak])
+    other = sed.event_counts(ref, ref, classes=C3, files=files[::-1])
+    with pytest.raises(ValueError, match="same files"):
+        sed.bootstrap_macro_f1_gain([weak], [other])
+    with pytest.raises(ValueError, match="n_boot"):
+        sed.bootstrap_macro_f1_gain([weak], [strong], n_boot=0)
+    with pytest.raises(ValueError, match="level"):
+        sed.bootstrap_macro_f1_gain([weak], [strong], level=1.0)

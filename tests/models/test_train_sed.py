@@ -596,6 +596,48 @@ def test_gap_anatomy_benchmark(corpus, tmp_path, capsys):
         bench.main(["--corpus", str(corpus), "--model", f"x={tmp_path / 'missing.pt'}"])
 
 
+def test_gain_ci_benchmark(corpus, tmp_path, capsys):
+    """benchmarks/sed_gain_ci.py: each model's F1 is its card's eval score, the gains are paired
+    differences with intervals around them, and a corrupted card figure is refused."""
+    from streamkit.train.sed import train
+
+    paths = []
+    for seed in (0, 1):
+        for method in ("baseline", "adv-time"):
+            m = tmp_path / f"{method}{seed}.pt"
+            train(corpus, m, _opts(method=method, epochs=1, seed=seed), cfg=_tiny(), quiet=True)
+            paths.append(m)
+    b0, a0, b1, a1 = paths
+    bench = _bench("sed_gain_ci", "ci_bench")
+    out = tmp_path / "ci.json"
+    assert bench.main(["--corpus", str(corpus), "--boot", "200", "--pair", f"tiny={b0},{a0}", "--pair", f"tiny={b1},{a1}",
+                       "--pair", f"one seed={b0},{a0}", "--out", str(out)]) == 0  # fmt: skip
+    text = out.read_text()
+    assert str(tmp_path) not in text
+    res = json.loads(text)
+    two, one = res["comparisons"]
+    assert two["group"] == "tiny" and [p["seed"] for p in two["pairs"]] == [0, 1]
+    for p, (b, a) in zip(two["pairs"], ((b0, a0), (b1, a1))):
+        fb = json.loads(b.with_suffix(".json").read_text())["metrics"]["eval"]["event_f1"]
+        fa = json.loads(a.with_suffix(".json").read_text())["metrics"]["eval"]["event_f1"]
+        assert p["baseline"] == pytest.approx(fb, abs=0.01) and p["method"] == pytest.approx(fa, abs=0.01)
+        assert p["gain"] == pytest.approx(fa - fb, abs=0.02)
+        assert p["ci"][0] <= p["gain"] + 1e-6 and p["gain"] <= p["ci"][1] + 1e-6
+    assert two["mean_gain"] == pytest.approx(sum(p["gain"] for p in two["pairs"]) / 2, abs=0.01)
+    assert two["seed_ci"][0] <= two["mean_gain"] <= two["seed_ci"][1] and two["seed_sd"] >= 0
+    assert 0.0 <= two["clip_share_reaching_target"] <= 1.0
+    assert one["seed_ci"] is None and one["pairs"][0]["gain"] == two["pairs"][0]["gain"]
+    assert "clip interval" in capsys.readouterr().out
+    card = json.loads(a0.with_suffix(".json").read_text())
+    card["metrics"]["eval"]["event_f1"] = card["metrics"]["eval"]["event_f1"] + 3.0
+    a0.with_suffix(".json").write_text(json.dumps(card))
+    with pytest.raises(SystemExit, match="in its card"):
+        bench.main(["--corpus", str(corpus), "--boot", "10", "--pair", f"x={b0},{a0}", "--out", str(out)])
+    for bad in ("nogroup", f"x={b0}", f"x={b0},{tmp_path / 'missing.pt'}"):
+        with pytest.raises(SystemExit):
+            bench.main(["--corpus", str(corpus), "--pair", bad])
+
+
 def _strong(corpus, subset, row):
     """The strong labels of the clips a gap-anatomy row scored (the eval subset, or the synthetic held-out tail)."""
     from streamkit.train.sed import SedCorpus
