@@ -25,6 +25,13 @@ Conventions
   indices (frame ``probs[0]`` is frame ``frame_offset`` of a stream). Events are sorted by onset,
   then class order.
 
+* :func:`clip_gate`: the frames of a class whose clip-level probability (the CRNN's attention-pooled
+  output for the same clip or window) is below ``gate`` are set to 0, so that class gives no event
+  there. Most false alarms on real clips are of a class the clip does not hold at all
+  (``benchmarks/sed_gap_anatomy.py``), which the clip-level decision, trained on every weak tag,
+  rules out better than the frames do. ``gate = 0`` changes nothing. Applied before the median
+  filter; per class, fitted on validation clips with the other settings (``streamkit train sed-post``).
+
 The grid arithmetic is repeated here (:func:`frame_times`) without importing torch: it is
 ``sed_crnn.frame_span`` for a config given as any object with ``hop``, ``n_fft``, ``rate`` and
 ``pool_time`` (or ``time_pool``) attributes.
@@ -44,6 +51,8 @@ __all__ = [
     "DEFAULT_THRESHOLD",
     "META_KEY",
     "binarize",
+    "clip_gate",
+    "clip_gate_from_meta",
     "frame_times",
     "frames_to_events",
     "hysteresis",
@@ -204,6 +213,40 @@ def frames_to_events(
 #: key of a weight file's meta holding per-class post-processing fitted on validation clips
 #: (``streamkit train sed-post``, :mod:`streamkit.train.sed_tune`)
 META_KEY = "post_tuned"
+
+
+def clip_gate(probs: Any, clip: Any, gate: float | Sequence[float]) -> npt.NDArray[np.float64]:
+    """``(T, K)`` frame probabilities with class ``k`` zeroed where ``clip[k] < gate[k]`` (see module doc).
+
+    ``clip``: the ``(K,)`` clip-level probabilities of the same clip (or window); ``gate``: one value
+    or one per class, in ``[0, 1]`` (0: no gating).
+    """
+    p = _as_probs(probs)
+    c = np.asarray(clip, dtype=np.float64)
+    if c.shape != (p.shape[1],):
+        raise ValueError(f"clip probabilities must have shape ({p.shape[1]},), got {c.shape}")
+    g = np.broadcast_to(np.asarray(gate, dtype=np.float64), c.shape)
+    if np.any(~np.isfinite(g)) or np.any(g < 0.0) or np.any(g > 1.0):
+        raise ValueError(f"clip gate must lie in [0, 1], got {np.asarray(gate).tolist()}")
+    return np.where(c >= g, p, 0.0)
+
+
+def clip_gate_from_meta(meta: Mapping[str, Any], classes: Sequence[str], *, where: str = "the weight file") -> dict[str, float] | None:
+    """Per-class clip gates from ``meta["post_tuned"]["clip_gate"]``, or None when the tuning has none
+    (files tuned before the gate existed: no gating). Raises ValueError for a malformed one."""
+    post = meta.get(META_KEY)
+    if not isinstance(post, Mapping) or "clip_gate" not in post:
+        return None
+    d = post["clip_gate"]
+    if not isinstance(d, Mapping) or set(d) != set(classes):
+        raise ValueError(f"{where}: meta['{META_KEY}']['clip_gate'] must give a value for each of the model's classes {list(classes)}")
+    out = {}
+    for c in classes:
+        v = d[c]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= float(v) <= 1.0:
+            raise ValueError(f"{where}: meta['{META_KEY}']['clip_gate'][{c!r}] = {v!r} is out of range")
+        out[c] = float(v)
+    return out
 
 
 def post_from_meta(meta: Mapping[str, Any], classes: Sequence[str], *, where: str = "the weight file") -> tuple[dict[str, float], dict[str, float]]:

@@ -347,6 +347,9 @@ class SedEngine:
         median_s: median filter length in seconds, per class (number, list or {class: s}).
         threshold_high, threshold_low: hysteresis thresholds, per class likewise; ``low <= high``
             (``threshold_low`` None: equal to ``threshold_high``).
+        clip_gate: per class likewise, in [0, 1]: a window's frame probabilities of a class are set
+            to 0 when the window's clip-level probability of it is below the gate
+            (:func:`streamkit.models.sed_post.clip_gate`), before they are averaged; 0 (default): none.
         cache: cache the CNN output per frame (default) or recompute features and CNN per window.
 
     :meth:`push` returns the steps it completed (one per window run); :meth:`finish` runs the final
@@ -364,6 +367,7 @@ class SedEngine:
         threshold_high: PerClass = DEFAULT_HIGH,
         threshold_low: PerClass | None = DEFAULT_LOW,
         cache: bool = True,
+        clip_gate: PerClass = 0.0,
     ) -> None:
         import torch
 
@@ -386,6 +390,8 @@ class SedEngine:
         )
         if np.any(self.low > self.high):
             raise ConfigError(f"threshold_low must be <= threshold_high per class, got {self.low.tolist()} > {self.high.tolist()}")
+        self.gate = _per_class("clip_gate", _per_class_check("clip_gate", clip_gate, 0.0, 1.0), self.classes, 0.0).astype(np.float32)
+        self._gated = bool(np.any(self.gate > 0.0))
         self.geo = SedGeometry.build(rate=cfg.rate, n_fft=cfg.n_fft, hop=cfg.hop, pool=cfg.time_pool, rf=receptive_field(cfg),
                                      window_s=window_s, hop_s=hop_s, median_s=med)  # fmt: skip
         self.cache = bool(cache)
@@ -522,7 +528,10 @@ class SedEngine:
                 t0 = max(0, g.pool * a - g.ctx_before)
                 feats = self._cnn_slice(self._features(t0, t_end), t0, a, e)
             h = self.model.F.backend(feats[None])
-            p = self.model.ft(h)["frame"][0].numpy()
+            o = self.model.ft(h)
+            p = o["frame"][0].numpy()
+            if self._gated:
+                p = p * (o["clip"][0].numpy() >= self.gate)
         self.windows_run += 1
         i0 = a - self._fin
         self._sum[i0 : i0 + (e - a)] += p
@@ -718,6 +727,23 @@ def resolve_post(
     return med, high, "tuned"
 
 
+def resolve_gate(post_used: str, meta: Mapping[str, Any], classes: Sequence[str], clip_gate: PerClass | None, where: str) -> PerClass:
+    """The clip gates to run with: ``clip_gate`` when given; else the weight file's tuned gates when
+    the post-processing in use is ``tuned`` and the tuning has them (``streamkit train sed-post``
+    since session 36); else 0 (none)."""
+    from streamkit.models.sed_post import clip_gate_from_meta
+
+    if clip_gate is not None:
+        return _per_class_check("clip_gate", clip_gate, 0.0, 1.0)
+    if post_used != "tuned":
+        return 0.0
+    try:
+        gates = clip_gate_from_meta(meta, classes, where=where)
+    except ValueError as exc:
+        raise ConfigError(f"post='tuned': {exc}") from None
+    return 0.0 if gates is None else gates
+
+
 def sed_file(
     audio: np.ndarray,
     model: Any,
@@ -730,6 +756,7 @@ def sed_file(
     cache: bool = True,
     rate: int | None = None,
     post: str = "auto",
+    clip_gate: PerClass | None = None,
 ) -> SedResult:
     """Offline sliding-window SED of a whole signal: the same probabilities and detections as the ``models.sed`` block.
 
@@ -741,14 +768,17 @@ def sed_file(
         post: ``auto`` (default), ``fixed`` or ``tuned``: where the median windows and
             on-thresholds come from (:func:`resolve_post`; ``median_s``/``threshold_high`` None
             mean 0.45 s / 0.5 when fixed).
+        clip_gate: as :class:`SedEngine`; None: the tuned setting's gates when ``post`` resolves to
+            ``tuned`` (none when the file has none), else 0 (:func:`resolve_gate`).
 
     Raises:
         ConfigError: bad parameters, or ``post="tuned"`` with a model without a tuned setting.
         ModelError: a bad weight file.
     """
     m, meta = _load_meta(model)
-    median_s, threshold_high, _used = resolve_post(post, meta, m.cfg.classes, median_s, threshold_high,
-                                                   Path(model).name if isinstance(model, (str, Path)) else "the model")  # fmt: skip
+    where = Path(model).name if isinstance(model, (str, Path)) else "the model"
+    median_s, threshold_high, used = resolve_post(post, meta, m.cfg.classes, median_s, threshold_high, where)
+    gate = resolve_gate(used, meta, m.cfg.classes, clip_gate, where)
     x = np.asarray(audio)
     if x.ndim == 2:
         x = x.mean(axis=1, dtype=np.float64)
@@ -761,7 +791,8 @@ def sed_file(
         x = soxr.resample(x, int(rate), m.cfg.rate, quality="HQ").astype(np.float32, copy=False)
     if not np.isfinite(x).all():
         raise ValueError("audio contains NaN or inf samples")
-    eng = SedEngine(m, window_s=window_s, hop_s=hop_s, median_s=median_s, threshold_high=threshold_high, threshold_low=threshold_low, cache=cache)
+    eng = SedEngine(m, window_s=window_s, hop_s=hop_s, median_s=median_s, threshold_high=threshold_high, threshold_low=threshold_low, cache=cache,
+                    clip_gate=gate)  # fmt: skip
     t0 = time.perf_counter()
     steps = eng.push(x) + eng.finish()
     dt = time.perf_counter() - t0
@@ -829,6 +860,9 @@ class SedBlock(Sink):
             ``2 round((s / 0.064 - 1) / 2) + 1`` frames.
         threshold_high (None = 0.5), threshold_low (None = threshold_high): hysteresis thresholds
             per class (same forms; ``low <= high``): on at ``p > high``, on while ``p > low``.
+        clip_gate (None): per class in [0, 1] (same forms): no frames of a class in a window whose
+            clip-level probability of it is below the gate; None: the tuned setting's gates when
+            the tuned post-processing runs and has them, else none (:func:`resolve_gate`).
         post ("auto"): where the median windows and on-thresholds come from
             (:func:`resolve_post`). ``tuned``: per class from the weight file, fitted on validation
             clips (``meta["post_tuned"]``, ``streamkit train sed-post``; the shipped weights have
@@ -882,6 +916,7 @@ class SedBlock(Sink):
         cache: bool = True,
         emit_frames: bool = False,
         threads: int = 1,
+        clip_gate: PerClass | None = None,
         name: str | None = None,
     ) -> None:
         super().__init__(name=name)
@@ -893,6 +928,7 @@ class SedBlock(Sink):
         self.median_s = None if median_s is None else _per_class_check("median_s", median_s, 0.0, 60.0)
         self.threshold_high = None if threshold_high is None else _per_class_check("threshold_high", threshold_high, 0.0, 1.0)
         self.threshold_low = None if threshold_low is None else _per_class_check("threshold_low", threshold_low, 0.0, 1.0)
+        self.clip_gate = None if clip_gate is None else _per_class_check("clip_gate", clip_gate, 0.0, 1.0)
         self.post = _check_post(post)
         if self.post == "tuned" and (median_s is not None or threshold_high is not None):
             raise ConfigError("post='tuned' takes the median windows and thresholds from the weight file; leave median_s / threshold_high unset")
@@ -925,10 +961,12 @@ class SedBlock(Sink):
 
         path = default_weights() if self.weights is None else Path(self.weights)
         model, meta = load_model(path)
-        med, high, self.post_used = resolve_post(self.post, meta, model.cfg.classes, self.median_s, self.threshold_high, f"{self.name}: {path.name}")
+        where = f"{self.name}: {path.name}"
+        med, high, self.post_used = resolve_post(self.post, meta, model.cfg.classes, self.median_s, self.threshold_high, where)
+        gate = resolve_gate(self.post_used, meta, model.cfg.classes, self.clip_gate, where)
         self._path = path
         self._eng = SedEngine(model, window_s=self.window_s, hop_s=self.hop_s, median_s=med, threshold_high=high,
-                              threshold_low=self.threshold_low, cache=self.cache)  # fmt: skip
+                              threshold_low=self.threshold_low, cache=self.cache, clip_gate=gate)  # fmt: skip
         self._geo = self._eng.geo
 
     def start(self, ctx: Context) -> None:
@@ -1051,6 +1089,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "the shipped weights have them); fixed: --median and --high (default 0.45 s, 0.5) for every class; auto (default): tuned when "
         "the file has them and neither --median nor --high is given",
     )
+    parser.add_argument("--clip-gate", type=float, default=None, metavar="G",
+                        help="no events of a class in a window whose clip-level probability of it is below G, all classes "
+                        "(default: the tuned setting's per-class gates when --post tuned runs and has them, else none)")  # fmt: skip
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--no-cache", action="store_true", help="recompute the CNN for every window (slower; same detections)")
     parser.add_argument("--block-s", type=float, default=30.0, metavar="S", help="seconds of audio read at a time (memory bound; default 30)")
@@ -1134,9 +1175,10 @@ def run_from_args(args: argparse.Namespace) -> int:
         model, meta = _load_meta(wpath)
         if args.post == "tuned" and (args.median is not None or args.high is not None):
             raise ConfigError("--post tuned takes the median windows and thresholds from the weight file; drop --median / --high")
-        med, high, _used = resolve_post(args.post, meta, model.cfg.classes, args.median, args.high, wpath.name)
+        med, high, used = resolve_post(args.post, meta, model.cfg.classes, args.median, args.high, wpath.name)
+        gate = resolve_gate(used, meta, model.cfg.classes, args.clip_gate, wpath.name)
         eng = SedEngine(model, window_s=args.window, hop_s=args.hop, median_s=med, threshold_high=high, threshold_low=args.low,
-                        cache=not args.no_cache)  # fmt: skip
+                        cache=not args.no_cache, clip_gate=gate)  # fmt: skip
     except (StreamkitError, FileNotFoundError) as exc:
         _err(str(exc))
         return EXIT_USAGE

@@ -156,6 +156,7 @@ __all__ = [
     "add_arguments",
     "config_from_args",
     "predict_frames",
+    "predict_frames_and_clips",
     "run_from_args",
     "score_probs",
     "train",
@@ -445,16 +446,26 @@ def _grl(schedule: str, alpha: float, progress: float) -> float:
 @torch.no_grad()
 def predict_frames(model: SedModel, feats: np.ndarray, batch: int = 32, head: str = "ft") -> np.ndarray:
     """(N, T', K) frame probabilities of one head (eval mode) for (N, T, n_mels) features."""
+    return predict_frames_and_clips(model, feats, batch, head)[0]
+
+
+@torch.no_grad()
+def predict_frames_and_clips(model: SedModel, feats: np.ndarray, batch: int = 32, head: str = "ft") -> tuple[np.ndarray, np.ndarray]:
+    """(N, T', K) frame and (N, K) clip-level (attention-pooled) probabilities of one head (eval mode)."""
     was = model.training
     model.eval()
-    out = []
+    frames, clips = [], []
     try:
         for i in range(0, feats.shape[0], batch):
             x = torch.from_numpy(np.asarray(feats[i : i + batch], dtype=np.float32))
-            out.append(model(x, heads=(head,))[head]["frame"].numpy())
+            o = model(x, heads=(head,))[head]
+            frames.append(o["frame"].numpy())
+            clips.append(o["clip"].numpy())
     finally:
         model.train(was)
-    return np.concatenate(out) if out else np.zeros((0, 0, model.cfg.n_classes), np.float32)
+    if not frames:
+        return np.zeros((0, 0, model.cfg.n_classes), np.float32), np.zeros((0, model.cfg.n_classes), np.float32)
+    return np.concatenate(frames), np.concatenate(clips)
 
 
 def score_probs(

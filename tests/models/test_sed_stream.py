@@ -491,3 +491,92 @@ def test_post_tuned_errors(tmp_path, model, weights, post, capsys):
     _tuned_weights(model, post, tmp_path)
     assert main(["sed", str(wav), "--weights", tw, "--post", "tuned", "--high", "0.4", "-q"]) == 2
     assert "drop --median / --high" in capsys.readouterr().err
+
+
+def reference_gated_probs(model: SedModel, x: np.ndarray, window_s: float, hop_s: float, gate) -> np.ndarray:
+    """As reference_probs, each window's frame probabilities gated by its own clip probabilities first."""
+    from streamkit.models.sed_post import clip_gate
+
+    cfg = model.cfg
+    with torch.inference_mode():
+        cnn = model.frontend(log_mel(torch.from_numpy(x), cfg)[None])[0]
+        K = cnn.shape[0]
+        F = cfg.hop * cfg.time_pool
+        lf = math.ceil(int(round(window_s * RATE)) / F)
+        hs = int(round(hop_s * RATE))
+        acc = np.zeros((K, cfg.n_classes))
+        cnt = np.zeros(K)
+        m = 0
+        while (m * hs) // F < K:
+            a = (m * hs) // F
+            e = min(a + lf, K)
+            o = model.ft(model.F.backend(cnn[None, a:e]))
+            acc[a:e] += clip_gate(o["frame"][0].numpy(), o["clip"][0].numpy(), gate)
+            cnt[a:e] += 1
+            m += 1
+    return acc / cnt[:, None]
+
+
+def _clip_probs(model: SedModel, x: np.ndarray) -> np.ndarray:
+    """Clip probabilities of every window of X (to pick gates that cut some windows and keep others)."""
+    cfg = model.cfg
+    with torch.inference_mode():
+        cnn = model.frontend(log_mel(torch.from_numpy(x), cfg)[None])[0]
+        F = cfg.hop * cfg.time_pool
+        lf = math.ceil(int(round(W * RATE)) / F)
+        hs = int(round(H * RATE))
+        out, m = [], 0
+        while (m * hs) // F < cnn.shape[0]:
+            a = (m * hs) // F
+            out.append(model.ft(model.F.backend(cnn[None, a : a + lf]))["clip"][0].numpy())
+            m += 1
+    return np.array(out)
+
+
+def test_clip_gate_in_the_stream(tmp_path, model, weights, post):
+    """clip_gate: each window's frames are gated by its own clip probabilities before averaging (the
+    definition, computed independently); any chunking gives the same; 0 changes nothing; the tuned
+    file's gates are used with post='tuned', an explicit value wins, and a bad one is refused."""
+    from streamkit.cli import main
+
+    clips = _clip_probs(model, X)
+    gate = [float(v) for v in np.median(clips, axis=0)]  # about half the windows of each class gated
+    r = sed_file(X, model, W, H, clip_gate=gate)
+    want = reference_gated_probs(model, X, W, H, gate)
+    np.testing.assert_allclose(r.probs, want, atol=2e-6)
+    ungated = sed_file(X, model, W, H)
+    assert not np.allclose(r.probs, ungated.probs)
+    assert np.all(r.probs <= ungated.probs + 1e-6)  # gating only removes
+    np.testing.assert_array_equal(sed_file(X, model, W, H, clip_gate=0.0).probs, ungated.probs)
+    kw = dict(post, clip_gate=gate)
+    ref = assert_chunking_invariant(lambda: block(weights, kw), X, rate=RATE, sizes=("all", 160, 3001, "random"))
+    np.testing.assert_array_equal(frames_of(ref), sed_file(X, model, W, H, **kw).probs)
+    # the tuned file's per-class gates
+    tw, med, thr = _tuned_weights(model, post, tmp_path, clip_gate=dict(zip(CLASSES, gate)))
+    fixed = sed_file(X, model, W, H, median_s=med, threshold_high=thr, clip_gate=gate)
+    assert [det_key(d) for d in sed_file(X, tw, W, H, post="tuned").detections] == [det_key(d) for d in fixed.detections]
+    b = SedBlock(weights=tw, window_s=W, hop_s=H)
+    run = run_block(b, X, rate=RATE, sizes=999)
+    assert [det_key(e.payload) for e in run.events_of(ss.SED_DETECTION)] == [det_key(d) for d in fixed.detections]
+    # fixed post-processing does not take the file's gates; an explicit gate wins over them
+    plain = sed_file(X, model, W, H, median_s=0.45, threshold_high=0.5)
+    assert [det_key(d) for d in sed_file(X, tw, W, H, post="fixed").detections] == [det_key(d) for d in plain.detections]
+    np.testing.assert_array_equal(sed_file(X, tw, W, H, post="tuned", clip_gate=0.0).probs, ungated.probs)
+    wav = tmp_path / "x.wav"
+    sf.write(wav, X, RATE, subtype="FLOAT")
+    out = tmp_path / "g.tsv"
+    assert main(["sed", str(wav), "--out", str(out), "--weights", tw, "--window", str(W), "--hop", str(H), "-q"]) == 0
+    got = read_strong_tsv(out, classes=CLASSES)["x.wav"]
+    assert [(e.event_label, e.onset, e.offset) for e in got] == sorted(
+        [(d.label, round(d.onset_s, 3), round(d.offset_s, 3)) for d in fixed.detections], key=lambda t: (t[1], t[0], t[2])
+    )
+    assert main(["sed", str(wav), "--out", str(out), "--weights", tw, "--window", str(W), "--hop", str(H), "-q", "--clip-gate", "1.5"]) == 2
+    for bad in (1.5, -0.1, [0.5, 0.5]):
+        with pytest.raises(ConfigError, match="clip_gate"):
+            SedEngine(model, clip_gate=bad)
+    with pytest.raises(ConfigError, match="clip_gate"):
+        SedBlock(weights=weights, clip_gate=2.0)
+    (tmp_path / "b").mkdir()
+    badw, _m, _t = _tuned_weights(model, post, tmp_path / "b", clip_gate={"a": 0.5})
+    with pytest.raises(ConfigError, match="clip_gate"):
+        sed_file(X[:RATE], badw, W, H)

@@ -89,3 +89,55 @@ def test_tuning_errors():
     other = SedConfig(n_classes=2, classes=("a", "b"))
     with pytest.raises(ValueError, match="the tuning is for classes"):
         tuned_events(probs, files, other, tu)
+
+
+def test_clip_gates_remove_false_alarms_of_absent_classes():
+    """A confident class-1 burst in clips without class 1, whose clip-level probability is low: no
+    threshold or window removes it, the lowest clip gate above that probability does; the other
+    classes keep no gate (ties go to the lower one)."""
+    from streamkit.train.sed_tune import post_meta
+
+    cfg, files, probs, ref = _case()
+    clips = []
+    for i, f in enumerate(files):
+        c = np.full(10, 0.9)
+        if i >= 4:  # clips 4, 5: drop their class-1 events from the reference, keep the burst
+            ref[f] = [e for e in ref[f] if e.event_label != cfg.classes[1]]
+            c[1] = 0.2
+        clips.append(c)
+    tu = tune_post(probs, files, ref, cfg, clips=clips, gates=(0.1, 0.3, 0.5))
+    s1 = tu.per_class[cfg.classes[1]]
+    assert s1.clip_gate == 0.3 and s1.val_f1 == 100.0 and s1.ungated_val_f1 < 100.0
+    assert [tu.per_class[k].clip_gate for k in cfg.classes[:1] + cfg.classes[2:]] == [0.0] * 9
+    assert tu.val_macro_f1_per_class == 100.0 and tu.val_macro_f1_per_class_ungated < 100.0
+    assert tu.grid["clip_gates"] == [0.0, 0.1, 0.3, 0.5]
+    got = event_based(ref, tuned_events(probs, files, cfg, tu, clips=clips), classes=cfg.classes, files=files)
+    assert 100 * got.macro_f1 == pytest.approx(tu.val_macro_f1_per_class, abs=0.006)
+    meta = post_meta(tu, source="x.pt", corpus_command=None)
+    assert meta["clip_gate"][cfg.classes[1]] == 0.3 and meta["val_macro_event_f1"]["per_class_ungated"] < 100.0
+    plain = tune_post(probs, files, ref, cfg)
+    assert plain.clip_gates() == [0.0] * 10 and plain.val_macro_f1_per_class_ungated is None
+    assert "clip_gate" not in post_meta(plain, source="x.pt", corpus_command=None)
+    with pytest.raises(ValueError, match="clip gates must lie"):
+        tune_post(probs, files, ref, cfg, clips=clips, gates=(1.5,))
+    with pytest.raises(ValueError, match="clip probability vectors"):
+        tune_post(probs, files, ref, cfg, clips=clips[:2])
+
+
+def test_clip_gate_function():
+    from streamkit.models.sed_post import clip_gate, clip_gate_from_meta
+
+    p = np.full((3, 2), 0.8)
+    np.testing.assert_array_equal(clip_gate(p, [0.2, 0.9], 0.5), [[0.0, 0.8]] * 3)
+    np.testing.assert_array_equal(clip_gate(p, [0.2, 0.9], [0.1, 0.95]), [[0.8, 0.0]] * 3)
+    np.testing.assert_array_equal(clip_gate(p, [0.0, 0.0], 0.0), p)  # 0: no gating
+    with pytest.raises(ValueError, match="shape"):
+        clip_gate(p, [0.2], 0.5)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        clip_gate(p, [0.2, 0.3], 1.2)
+    assert clip_gate_from_meta({}, ("a", "b")) is None
+    assert clip_gate_from_meta({"post_tuned": {"median_s": {}}}, ("a", "b")) is None
+    assert clip_gate_from_meta({"post_tuned": {"clip_gate": {"a": 0.5, "b": 0}}}, ("a", "b")) == {"a": 0.5, "b": 0.0}
+    for bad in ({"a": 0.5}, {"a": 0.5, "b": True}, {"a": 0.5, "b": 2.0}, [0.5, 0.5]):
+        with pytest.raises(ValueError, match="clip_gate"):
+            clip_gate_from_meta({"post_tuned": {"clip_gate": bad}}, ("a", "b"))

@@ -846,10 +846,18 @@ def test_train_sed_post_writes_the_tuned_setting(corpus, tmp_path, capsys):
     med, thr = post_from_meta(meta_b, b.cfg.classes)
     assert set(med) == set(thr) == set(b.cfg.classes)
     v = post["val_macro_event_f1"]
-    assert v["default"] <= v["global"] <= v["per_class"]
+    assert v["default"] <= v["global"] <= v["per_class_ungated"] <= v["per_class"]  # gates can only keep or raise each class's F1
+    from streamkit.models.sed_post import clip_gate_from_meta
+
+    gates = clip_gate_from_meta(meta_b, b.cfg.classes)
+    assert set(gates) == set(b.cfg.classes) and all(g in post["grid"]["clip_gates"] for g in gates.values())
     x = np.random.default_rng(0).standard_normal(16000 * 3).astype(np.float32) * 0.1
     r = sed_file(x, str(out), post="tuned")
     assert r.probs.shape[1] == len(b.cfg.classes)
+    plain = tmp_path / "plain.pt"
+    assert main(["train", "sed-post", "--model", str(m), "--corpus", str(corpus), "--out", str(plain), "--no-clip-gate", "--quiet"]) == 0
+    p2 = load_model(plain)[1]["post_tuned"]
+    assert "clip_gate" not in p2 and p2["val_macro_event_f1"]["per_class"] == v["per_class_ungated"]
     assert main(["train", "sed-post", "--model", str(m), "--corpus", str(tmp_path / "nope"), "--out", str(out), "--quiet"]) == 2
     assert "corpus directory not found" in capsys.readouterr().err
     bad = tmp_path / "bad.pt"
