@@ -5,8 +5,10 @@ classes (0.45 s, 0.5). Tri-training changes how the final classifier is calibrat
 pseudo-labels that miss a fifth of the true event frames), so a fixed 0.5 may favour one method.
 This benchmark fits, for every model separately, the median window and the threshold on the
 strongly labelled *validation* clips (:func:`streamkit.train.sed_tune.tune_post`: per class, and
-the best single setting for all classes) and scores the real-domain *eval* clips three ways:
-default, global and per-class. The validation clips are the ones the trainer already selects its
+the best single setting for all classes) and scores the real-domain *eval* clips four ways:
+default, global, per-class, and per-class with each class's clip gate (session 36: no events of a
+class in a clip whose clip-level probability is below the gate, fitted on validation after the
+threshold and window; :func:`streamkit.models.sed_post.clip_gate`). The validation clips are the ones the trainer already selects its
 best epoch on; the eval clips are used only here and in ``sed_table1.py``.
 
 Usage::
@@ -36,14 +38,14 @@ from _bench import write_result  # noqa: E402
 from streamkit.cli import machine_info  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "sed_post_tune.json"
-MODES = ("default", "global", "per-class")
+MODES = ("default", "global", "per-class", "per-class+gate")
 TARGET_GAIN = 5.0
 
 
 def score_model(label: str, method: str, path: Path, corpus: Any) -> dict[str, Any]:
     from streamkit.eval.sed import event_based, segment_based
     from streamkit.models.sed_crnn import load_model
-    from streamkit.train.sed import predict_frames
+    from streamkit.train.sed import predict_frames_and_clips
     from streamkit.train.sed_tune import events_for, tune_post, tuned_events
 
     model, _meta = load_model(path)
@@ -52,8 +54,10 @@ def score_model(label: str, method: str, path: Path, corpus: Any) -> dict[str, A
     card = json.loads(card_p.read_text(encoding="utf-8")) if card_p.is_file() else {}
     oracle = bool(card.get("training", {}).get("oracle_labels"))
     t0 = time.monotonic()
-    probs = {sub: predict_frames(model, corpus.features(sub, cfg, progress=False)) for sub in ("validation", "eval")}
-    tuning = tune_post(list(probs["validation"]), corpus.files["validation"], corpus.strong["validation"], cfg)
+    pc = {sub: predict_frames_and_clips(model, corpus.features(sub, cfg, progress=False)) for sub in ("validation", "eval")}
+    probs = {sub: v[0] for sub, v in pc.items()}
+    clips = {sub: list(v[1]) for sub, v in pc.items()}
+    tuning = tune_post(list(probs["validation"]), corpus.files["validation"], corpus.strong["validation"], cfg, clips=clips["validation"])
     files = corpus.files["eval"]
     ref = {f: list(corpus.strong["eval"].get(f, [])) for f in files}
     row: dict[str, Any] = {"label": label, "method": method, "oracle_labels": oracle, "weights": path.name, "tuning": tuning.as_dict(), "eval": {}}
@@ -62,7 +66,9 @@ def score_model(label: str, method: str, path: Path, corpus: Any) -> dict[str, A
             from streamkit.models.sed_post import DEFAULT_MEDIAN_S, DEFAULT_THRESHOLD, median_frames
 
             est = events_for(list(probs["eval"]), files, cfg, threshold=DEFAULT_THRESHOLD, median=median_frames(DEFAULT_MEDIAN_S, cfg.frame_seconds))
-        else:
+        elif mode == "per-class+gate":
+            est = tuned_events(list(probs["eval"]), files, cfg, tuning, mode="per-class", clips=clips["eval"])
+        else:  # the thresholds and windows alone (the gates are fitted after them)
             est = tuned_events(list(probs["eval"]), files, cfg, tuning, mode=mode)
         ev = event_based(ref, est, classes=cfg.classes, files=files)
         seg = segment_based(ref, est, classes=cfg.classes, durations={f: corpus.clip_s for f in files}, files=files)
@@ -71,20 +77,22 @@ def score_model(label: str, method: str, path: Path, corpus: Any) -> dict[str, A
             "segment_f1": round(100 * seg.macro_f1, 2),
             "event_f1_per_class": {c: (round(100 * s.f1, 2) if s.f1 == s.f1 else None) for c, s in ev.per_class.items()},
         }
-    row["validation"] = {"default": tuning.val_macro_f1_default, "global": tuning.val_macro_f1_global, "per-class": tuning.val_macro_f1_per_class}
+    row["validation"] = {"default": tuning.val_macro_f1_default, "global": tuning.val_macro_f1_global,
+                         "per-class": tuning.val_macro_f1_per_class_ungated, "per-class+gate": tuning.val_macro_f1_per_class}  # fmt: skip
     row["score_s"] = round(time.monotonic() - t0, 1)
     return row
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    head = f"{'model':<34} | {'val ev: default':>15} {'global':>7} {'class':>7} | {'eval ev: default':>16} {'global':>7} {'class':>7} | {'eval seg: default':>17} {'class':>7}"
+    head = (f"{'model':<34} | {'val ev: default':>15} {'global':>7} {'class':>7} {'+gate':>7} | {'eval ev: default':>16} {'global':>7} "
+            f"{'class':>7} {'+gate':>7} | {'eval seg: default':>17} {'class':>7} {'+gate':>7}")  # fmt: skip
     lines = [head, "-" * len(head)]
     for r in rows:
         v, e = r["validation"], r["eval"]
         lines.append(
-            f"{r['label']:<34} | {v['default']:15.2f} {v['global']:7.2f} {v['per-class']:7.2f} | "
-            f"{e['default']['event_f1']:16.2f} {e['global']['event_f1']:7.2f} {e['per-class']['event_f1']:7.2f} | "
-            f"{e['default']['segment_f1']:17.2f} {e['per-class']['segment_f1']:7.2f}"
+            f"{r['label']:<34} | {v['default']:15.2f} {v['global']:7.2f} {v['per-class']:7.2f} {v['per-class+gate']:7.2f} | "
+            f"{e['default']['event_f1']:16.2f} {e['global']['event_f1']:7.2f} {e['per-class']['event_f1']:7.2f} {e['per-class+gate']['event_f1']:7.2f} | "
+            f"{e['default']['segment_f1']:17.2f} {e['per-class']['segment_f1']:7.2f} {e['per-class+gate']['segment_f1']:7.2f}"
         )
     lines.append("macro F1 in % (event: 200 ms collars, offset max(200 ms, 20 %); segment 1 s); post-processing fitted on validation, scored on eval")
     return "\n".join(lines)
@@ -143,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "benchmark": "sed_post_tune",
         "corpus_command": corpus.corpus_command(),
-        "what": "median window and threshold fitted on the validation subset (per class, and one setting for all), scored on the eval subset",
+        "what": "median window and threshold fitted on the validation subset (per class, and one setting for all), then a clip gate per class; scored on the eval subset",
         "rows": rows,
         "summary": s,
         "machine": machine_info(),

@@ -557,8 +557,9 @@ def test_post_tune_benchmark(corpus, tmp_path, capsys):
     assert r0["label"] == "baseline" and r1["label"] == "adv-time+tri (copy)"
     assert r0["eval"] == r1["eval"] and r0["tuning"] == r1["tuning"]  # the same weights twice
     v = r0["validation"]
-    assert v["default"] <= v["global"] <= v["per-class"]
-    assert set(r0["eval"]) == {"default", "global", "per-class"}
+    assert v["default"] <= v["global"] <= v["per-class"] <= v["per-class+gate"]
+    assert set(r0["eval"]) == {"default", "global", "per-class", "per-class+gate"}
+    assert set(r0["tuning"]["per_class"][c]["clip_gate"] for c in r0["tuning"]["classes"]) <= set(r0["tuning"]["grid"]["clip_gates"])
     assert res["summary"]["target"]["per-class"] == {"gain": 0.0, "met": False}
     assert "val ev: default" in capsys.readouterr().out
     with pytest.raises(SystemExit):
