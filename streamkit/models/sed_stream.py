@@ -54,7 +54,9 @@ frames ``a .. b-1`` is an event ``[F a + off, F b + off)`` (frame ``a``'s span s
 ``b-1``'s span end, as ``sed_post.frames_to_events``), confidence = the mean median-filtered
 probability over the run (``peak`` = its maximum). The detections equal
 ``sed_post.frames_to_events(probs, cfg, threshold=high, off_threshold=low, median=...)`` on the
-window-averaged probabilities of each segment (tested).
+window-averaged probabilities of each segment (tested). With ``clip_gate`` (opt-in), each window's
+frame probabilities of a class are zeroed before they enter the average when the window's
+clip-level probability of that class is below its gate (``sed_post.clip_gate``).
 
 Latency (worst case, default model): an item in the first frame of a window waits for that window
 (W), for the CNN's look-ahead (384 ms) and for ``h`` more final frames for the median filter, plus
@@ -729,8 +731,8 @@ def resolve_post(
 
 def resolve_gate(post_used: str, meta: Mapping[str, Any], classes: Sequence[str], clip_gate: PerClass | None, where: str) -> PerClass:
     """The clip gates to run with: ``clip_gate`` when given; else the weight file's tuned gates when
-    the post-processing in use is ``tuned`` and the tuning has them (``streamkit train sed-post``
-    since session 36); else 0 (none)."""
+    the post-processing in use is ``tuned`` and the tuning has them (``streamkit train sed-post``);
+    else 0 (none)."""
     from streamkit.models.sed_post import clip_gate_from_meta
 
     if clip_gate is not None:
