@@ -56,7 +56,8 @@ probability over the run (``peak`` = its maximum). The detections equal
 ``sed_post.frames_to_events(probs, cfg, threshold=high, off_threshold=low, median=...)`` on the
 window-averaged probabilities of each segment (tested). With ``clip_gate`` (opt-in), each window's
 frame probabilities of a class are zeroed before they enter the average when the window's
-clip-level probability of that class is below its gate (``sed_post.clip_gate``).
+clip-level probability of that class is below its gate (``sed_post.clip_gate``); the final
+partial windows of a segment share the first one's clip probabilities.
 
 Latency (worst case, default model): an item in the first frame of a window waits for that window
 (W), for the CNN's look-ahead (384 ms) and for ``h`` more final frames for the median filter, plus
@@ -352,6 +353,9 @@ class SedEngine:
         clip_gate: per class likewise, in [0, 1]: a window's frame probabilities of a class are set
             to 0 when the window's clip-level probability of it is below the gate
             (:func:`streamkit.models.sed_post.clip_gate`), before they are averaged; 0 (default): none.
+            The final partial windows of a segment all take the clip probabilities of the first of
+            them (the one that covers the most audio), so that a window cut down to its last second
+            is not judged on that second alone.
         cache: cache the CNN output per frame (default) or recompute features and CNN per window.
 
     :meth:`push` returns the steps it completed (one per window run); :meth:`finish` runs the final
@@ -432,6 +436,7 @@ class SedEngine:
         self._run_start = [-1] * C
         self._run_sum = [0.0] * C
         self._run_peak = [0.0] * C
+        self._final_clip: np.ndarray | None = None  # clip probabilities of the segment's first final partial window
 
     def _need_samples(self, m: int) -> int:
         g = self.geo
@@ -533,7 +538,12 @@ class SedEngine:
             o = self.model.ft(h)
             p = o["frame"][0].numpy()
             if self._gated:
-                p = p * (o["clip"][0].numpy() >= self.gate)
+                clip = o["clip"][0].numpy()
+                if final_frames is not None:  # the final partial windows share the first one's decision
+                    if self._final_clip is None:
+                        self._final_clip = clip
+                    clip = self._final_clip
+                p = p * (clip >= self.gate)
         self.windows_run += 1
         i0 = a - self._fin
         self._sum[i0 : i0 + (e - a)] += p

@@ -494,9 +494,13 @@ def test_post_tuned_errors(tmp_path, model, weights, post, capsys):
 
 
 def reference_gated_probs(model: SedModel, x: np.ndarray, window_s: float, hop_s: float, gate) -> np.ndarray:
-    """As reference_probs, each window's frame probabilities gated by its own clip probabilities first."""
+    """As reference_probs, each window's frame probabilities gated by its clip probabilities first: its
+    own, or for the windows the stream can only run at its end (their audio and look-ahead not all
+    there), those of the first of them."""
     from streamkit.models.sed_post import clip_gate
 
+    need = SedEngine(model, window_s=window_s, hop_s=hop_s)._need_samples  # audio a window needs to run before the end
+    final_clip = None
     cfg = model.cfg
     with torch.inference_mode():
         cnn = model.frontend(log_mel(torch.from_numpy(x), cfg)[None])[0]
@@ -511,7 +515,11 @@ def reference_gated_probs(model: SedModel, x: np.ndarray, window_s: float, hop_s
             a = (m * hs) // F
             e = min(a + lf, K)
             o = model.ft(model.F.backend(cnn[None, a:e]))
-            acc[a:e] += clip_gate(o["frame"][0].numpy(), o["clip"][0].numpy(), gate)
+            clip = o["clip"][0].numpy()
+            if need(m) > x.shape[0]:
+                final_clip = clip if final_clip is None else final_clip
+                clip = final_clip
+            acc[a:e] += clip_gate(o["frame"][0].numpy(), clip, gate)
             cnt[a:e] += 1
             m += 1
     return acc / cnt[:, None]
