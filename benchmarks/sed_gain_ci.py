@@ -73,8 +73,9 @@ def count_model(path: Path, corpus: Any) -> dict[str, Any]:
 
     from streamkit.eval import sed
     from streamkit.models.sed_crnn import load_model
-    from streamkit.models.sed_post import frames_to_events, median_frames
+    from streamkit.models.sed_post import median_frames
     from streamkit.train.sed import file_sha256, predict_frames
+    from streamkit.train.sed_tune import events_for
 
     model, meta = load_model(path)
     card_p = path.with_suffix(".json")
@@ -83,9 +84,7 @@ def count_model(path: Path, corpus: Any) -> dict[str, Any]:
     cfg = model.cfg
     files = list(corpus.files["eval"])
     probs = predict_frames(model, corpus.features("eval", cfg, progress=False))
-    med = median_frames(med_s, cfg.frame_seconds)
-    est = {f: [sed.Event(f, on, off, lab) for lab, on, off, _c in frames_to_events(p, cfg, median=med, threshold=thr)]
-           for f, p in zip(files, probs)}  # fmt: skip
+    est = events_for(list(probs), files, cfg, threshold=thr, median=median_frames(med_s, cfg.frame_seconds))
     ref = {f: list(corpus.strong["eval"].get(f, [])) for f in files}
     counts = sed.event_counts(ref, est, classes=cfg.classes, files=files)
     card_f1 = (card.get("metrics", {}).get("eval") or {}).get("event_f1")

@@ -35,7 +35,7 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -257,8 +257,6 @@ def _fit_gates(
     n_ref: Mapping[str, int],
 ) -> tuple[dict[str, PostSetting], list[float]]:
     """Each class's clip gate at its chosen threshold and window (a class's F1 depends only on its own events)."""
-    from dataclasses import replace
-
     from streamkit.eval.sed import event_based
 
     classes = tuple(cfg.classes)

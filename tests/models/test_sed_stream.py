@@ -92,8 +92,9 @@ def frames_of(run) -> np.ndarray:
     return np.array([r for e in evs for r in e.payload.probs], dtype=np.float32).reshape(-1, len(CLASSES))
 
 
-def reference_probs(model: SedModel, x: np.ndarray, window_s: float, hop_s: float) -> np.ndarray:
-    """The definition, computed independently: CNN over the whole signal, BiGRU + head per window, mean per frame."""
+def reference_windows(model: SedModel, x: np.ndarray, window_s: float, hop_s: float):
+    """The definition's windows, computed independently: the CNN over the whole signal (``K`` output
+    frames), then per window ``m`` covering frames ``[a, e)`` the BiGRU and Ft; yields ``(m, a, e, K, Ft's output)``."""
     cfg = model.cfg
     with torch.inference_mode():
         cnn = model.frontend(log_mel(torch.from_numpy(x), cfg)[None])[0]
@@ -101,15 +102,37 @@ def reference_probs(model: SedModel, x: np.ndarray, window_s: float, hop_s: floa
         F = cfg.hop * cfg.time_pool
         lf = math.ceil(int(round(window_s * RATE)) / F)
         hs = int(round(hop_s * RATE))
-        acc = np.zeros((K, cfg.n_classes))
-        cnt = np.zeros(K)
         m = 0
         while (m * hs) // F < K:
             a = (m * hs) // F
             e = min(a + lf, K)
-            acc[a:e] += model.ft(model.F.backend(cnn[None, a:e]))["frame"][0].numpy()
-            cnt[a:e] += 1
+            yield m, a, e, K, model.ft(model.F.backend(cnn[None, a:e]))
             m += 1
+
+
+def reference_probs(model: SedModel, x: np.ndarray, window_s: float, hop_s: float, gate=None) -> np.ndarray:
+    """The block's frame probabilities by definition: the mean per frame over the windows covering it.
+
+    ``gate``: each window's frame probabilities are first gated by its clip probabilities: its own, or
+    for the windows the stream can only run at its end (their audio and look-ahead not all there),
+    those of the first of them."""
+    from streamkit.models.sed_post import clip_gate
+
+    need = SedEngine(model, window_s=window_s, hop_s=hop_s)._need_samples  # audio a window needs to run before the end
+    final_clip = None
+    acc = cnt = None
+    for m, a, e, K, o in reference_windows(model, x, window_s, hop_s):
+        if acc is None:
+            acc, cnt = np.zeros((K, model.cfg.n_classes)), np.zeros(K)
+        p = o["frame"][0].numpy()
+        if gate is not None:
+            clip = o["clip"][0].numpy()
+            if need(m) > x.shape[0]:
+                final_clip = clip if final_clip is None else final_clip
+                clip = final_clip
+            p = clip_gate(p, clip, gate)
+        acc[a:e] += p
+        cnt[a:e] += 1
     return acc / cnt[:, None]
 
 
@@ -493,52 +516,9 @@ def test_post_tuned_errors(tmp_path, model, weights, post, capsys):
     assert "drop --median / --high" in capsys.readouterr().err
 
 
-def reference_gated_probs(model: SedModel, x: np.ndarray, window_s: float, hop_s: float, gate) -> np.ndarray:
-    """As reference_probs, each window's frame probabilities gated by its clip probabilities first: its
-    own, or for the windows the stream can only run at its end (their audio and look-ahead not all
-    there), those of the first of them."""
-    from streamkit.models.sed_post import clip_gate
-
-    need = SedEngine(model, window_s=window_s, hop_s=hop_s)._need_samples  # audio a window needs to run before the end
-    final_clip = None
-    cfg = model.cfg
-    with torch.inference_mode():
-        cnn = model.frontend(log_mel(torch.from_numpy(x), cfg)[None])[0]
-        K = cnn.shape[0]
-        F = cfg.hop * cfg.time_pool
-        lf = math.ceil(int(round(window_s * RATE)) / F)
-        hs = int(round(hop_s * RATE))
-        acc = np.zeros((K, cfg.n_classes))
-        cnt = np.zeros(K)
-        m = 0
-        while (m * hs) // F < K:
-            a = (m * hs) // F
-            e = min(a + lf, K)
-            o = model.ft(model.F.backend(cnn[None, a:e]))
-            clip = o["clip"][0].numpy()
-            if need(m) > x.shape[0]:
-                final_clip = clip if final_clip is None else final_clip
-                clip = final_clip
-            acc[a:e] += clip_gate(o["frame"][0].numpy(), clip, gate)
-            cnt[a:e] += 1
-            m += 1
-    return acc / cnt[:, None]
-
-
 def _clip_probs(model: SedModel, x: np.ndarray) -> np.ndarray:
     """Clip probabilities of every window of X (to pick gates that cut some windows and keep others)."""
-    cfg = model.cfg
-    with torch.inference_mode():
-        cnn = model.frontend(log_mel(torch.from_numpy(x), cfg)[None])[0]
-        F = cfg.hop * cfg.time_pool
-        lf = math.ceil(int(round(W * RATE)) / F)
-        hs = int(round(H * RATE))
-        out, m = [], 0
-        while (m * hs) // F < cnn.shape[0]:
-            a = (m * hs) // F
-            out.append(model.ft(model.F.backend(cnn[None, a : a + lf]))["clip"][0].numpy())
-            m += 1
-    return np.array(out)
+    return np.array([o["clip"][0].numpy() for *_, o in reference_windows(model, x, W, H)])
 
 
 def test_clip_gate_in_the_stream(tmp_path, model, weights, post):
@@ -550,7 +530,7 @@ def test_clip_gate_in_the_stream(tmp_path, model, weights, post):
     clips = _clip_probs(model, X)
     gate = [float(v) for v in np.median(clips, axis=0)]  # about half the windows of each class gated
     r = sed_file(X, model, W, H, clip_gate=gate)
-    want = reference_gated_probs(model, X, W, H, gate)
+    want = reference_probs(model, X, W, H, gate=gate)
     np.testing.assert_allclose(r.probs, want, atol=2e-6)
     ungated = sed_file(X, model, W, H)
     assert not np.allclose(r.probs, ungated.probs)
