@@ -105,7 +105,8 @@ def test_clip_gates_remove_false_alarms_of_absent_classes():
             ref[f] = [e for e in ref[f] if e.event_label != cfg.classes[1]]
             c[1] = 0.2
         clips.append(c)
-    tu = tune_post(probs, files, ref, cfg, clips=clips, gates=(0.1, 0.3, 0.5))
+    grid = {"thresholds": (0.3, 0.5, 0.7), "medians_s": (0.0, 0.45)}  # none removes a 0.95 burst
+    tu = tune_post(probs, files, ref, cfg, clips=clips, gates=(0.1, 0.3, 0.5), **grid)
     s1 = tu.per_class[cfg.classes[1]]
     assert s1.clip_gate == 0.3 and s1.val_f1 == 100.0 and s1.ungated_val_f1 < 100.0
     assert [tu.per_class[k].clip_gate for k in cfg.classes[:1] + cfg.classes[2:]] == [0.0] * 9
@@ -115,13 +116,13 @@ def test_clip_gates_remove_false_alarms_of_absent_classes():
     assert 100 * got.macro_f1 == pytest.approx(tu.val_macro_f1_per_class, abs=0.006)
     meta = post_meta(tu, source="x.pt", corpus_command=None)
     assert meta["clip_gate"][cfg.classes[1]] == 0.3 and meta["val_macro_event_f1"]["per_class_ungated"] < 100.0
-    plain = tune_post(probs, files, ref, cfg)
+    plain = tune_post(probs, files, ref, cfg, **grid)
     assert plain.clip_gates() == [0.0] * 10 and plain.val_macro_f1_per_class_ungated is None
     assert "clip_gate" not in post_meta(plain, source="x.pt", corpus_command=None)
     with pytest.raises(ValueError, match="clip gates must lie"):
-        tune_post(probs, files, ref, cfg, clips=clips, gates=(1.5,))
+        tune_post(probs, files, ref, cfg, clips=clips, gates=(1.5,), **grid)
     with pytest.raises(ValueError, match="clip probability vectors"):
-        tune_post(probs, files, ref, cfg, clips=clips[:2])
+        tune_post(probs, files, ref, cfg, clips=clips[:2], **grid)
 
 
 def test_clip_gate_function():
