@@ -45,7 +45,7 @@ from streamkit.cli import machine_info  # noqa: E402
 from streamkit.core.graph import Graph  # noqa: E402
 from streamkit.io.collect import VectorSource  # noqa: E402
 from streamkit.models.sed_crnn import SedConfig, SedModel, load_model, log_mel, n_params, save_model  # noqa: E402
-from streamkit.models.sed_stream import SedBlock, SedEngine  # noqa: E402
+from streamkit.models.sed_stream import SedBlock, SedEngine, resolve_gate, resolve_post  # noqa: E402
 
 RATE = 16000
 CHUNK = 1600  # 100 ms
@@ -68,10 +68,11 @@ def _audio(seconds: float, path: str | None) -> np.ndarray:
     return x.astype(np.float32)
 
 
-def block_rtf(x: np.ndarray, weights: str, cache: bool) -> dict[str, Any]:
+def block_rtf(x: np.ndarray, weights: str, cache: bool, clip_gate: float | None = None) -> dict[str, Any]:
+    """``clip_gate`` None: the weight file's post-processing as users get it (its clip gates included)."""
     g = Graph("bench")
     src = g.add(VectorSource(samples=x, rate=RATE, sizes=CHUNK), name="src")
-    b = g.add(SedBlock(weights=weights, window_s=WINDOW_S, hop_s=HOP_S, cache=cache, threads=1), name="sed")
+    b = g.add(SedBlock(weights=weights, window_s=WINDOW_S, hop_s=HOP_S, cache=cache, threads=1, clip_gate=clip_gate), name="sed")
     g.connect(src, b)
     bs = run_block_stats(g, CHUNK, "sed")
     return {"rtf": bs["rtf"], "calls": bs["calls"], "max_call_ms": bs["max_call_ms"], "start_ms": bs["start_ms"], "events": bs["events"]}
@@ -147,15 +148,22 @@ def main() -> int:
         tmp = tempfile.TemporaryDirectory()
         weights = str(save_model(Path(tmp.name) / "random_sed.pt", SedModel(SedConfig())))
         origin = "randomly initialised default SedConfig (no shipped weights yet; the cost does not depend on the values)"
-    model, _ = load_model(weights)
+    model, meta = load_model(weights)
     x = _audio(a.seconds, a.audio)
     load_before = os.getloadavg()[0]
+    # the clip gates the block runs with by default (post "auto": the file's tuned ones, if any)
+    used = resolve_post("auto", meta, model.cfg.classes, None, None, origin)[2]
+    g = resolve_gate(used, meta, model.cfg.classes, None, origin)  # a number, or one per class (dict)
+    gates = np.array([g.get(c, 0.0) for c in model.cfg.classes] if isinstance(g, dict) else np.broadcast_to(g, (model.cfg.n_classes,)), dtype=float)
+    clip_gates = {c: float(v) for c, v in zip(model.cfg.classes, gates)}
 
     blocks = []
-    for cache in (True, False):
-        runs = [block_rtf(x, weights, cache) for _ in range(a.repeat)]
+    variants = [(True, None), (False, None)] + ([(True, 0.0)] if any(gates > 0) else [])  # and the cost of the gates
+    for cache, gate in variants:
+        runs = [block_rtf(x, weights, cache, gate) for _ in range(a.repeat)]
         best = min(runs, key=lambda r: r["rtf"])
-        blocks.append({"cache": cache, "hop_s": HOP_S, "block_rtf": best["rtf"], "block_rtf_median": float(np.median([r["rtf"] for r in runs])),
+        blocks.append({"cache": cache, "hop_s": HOP_S, "clip_gates": "file" if gate is None else "none",
+                       "block_rtf": best["rtf"], "block_rtf_median": float(np.median([r["rtf"] for r in runs])),
                        "max_call_ms": best["max_call_ms"], "start_ms": best["start_ms"], "calls": best["calls"]})  # fmt: skip
     engines = []
     for hop in [float(h) for h in a.hops.split(",") if h.strip()]:
@@ -170,16 +178,17 @@ def main() -> int:
     blk = SedBlock(weights=weights, window_s=WINDOW_S, hop_s=HOP_S)
     g.connect(g.add(VectorSource(samples=x[:RATE], rate=RATE), name="src"), g.add(blk, name="sed"))
     lat = g.build().latency_items["sed"]
-    cached = next(r for r in blocks if r["cache"])
-    full = next(r for r in blocks if not r["cache"])
+    cached = blocks[0]
+    full = blocks[1]
     gain = full["block_rtf"] / cached["block_rtf"]
 
     print(f"models.sed, W = {WINDOW_S:g} s, {a.seconds:g} s of audio in {CHUNK}-sample (100 ms) chunks, 1 thread, best of {a.repeat}; "
           f"{n_params(model)} parameters; weights: {origin}")  # fmt: skip
-    print(f"{'block (runtime)':<22} {'H s':>5} {'RT':>9} {'(median)':>9} {'max call ms':>12} {'start ms':>9}")
+    print("clip gates (the file's, used by the block rows unless 'no gates'): " + (", ".join(f"{c} {v:g}" for c, v in clip_gates.items() if v > 0) or "none"))
+    print(f"{'block (runtime)':<32} {'H s':>5} {'RT':>9} {'(median)':>9} {'max call ms':>12} {'start ms':>9}")
     for r in blocks:
-        name = "CNN cache" if r["cache"] else "full recompute"
-        print(f"{name:<22} {r['hop_s']:>5g} {r['block_rtf']:>9.4f} {r['block_rtf_median']:>9.4f} {r['max_call_ms']:>12.1f} {r['start_ms']:>9.0f}")
+        name = ("CNN cache" if r["cache"] else "full recompute") + (", no gates" if r["clip_gates"] == "none" else "")
+        print(f"{name:<32} {r['hop_s']:>5g} {r['block_rtf']:>9.4f} {r['block_rtf_median']:>9.4f} {r['max_call_ms']:>12.1f} {r['start_ms']:>9.0f}")
     print(f"{'engine (steady state)':<22} {'H s':>5} {'RT':>9} {'(median)':>9} {'ms/window':>12}")
     for r in engines:
         name = "CNN cache" if r["cache"] else "full recompute"
@@ -208,6 +217,7 @@ def main() -> int:
         "latency_samples": lat,
         "latency_s": lat / RATE,
         "post_processing": blk.post_used,
+        "clip_gates": clip_gates,
         "target_rtf": TARGET,
         "meets_target": bool(cached["block_rtf"] <= TARGET),
         "machine": machine_info(),
