@@ -9,6 +9,7 @@ import torch
 from streamkit.core.errors import ModelError
 from streamkit.models.sed_crnn import (
     HEADS,
+    LaneDropout,
     SedConfig,
     SedModel,
     events_to_frames,
@@ -411,3 +412,50 @@ def test_save_load_round_trip_and_errors(tmp_path) -> None:
     torch.save(obj, wrong)
     with pytest.raises(ModelError, match="weights do not match"):
         load_model(wrong)
+
+
+@pytest.mark.parametrize("p", [0.3, 0.5, 0.1])
+def test_lane_dropout_keeps_the_expectation(p: float) -> None:
+    """Keep fraction q / 2^15 (within 2^-16 of 1 - p), kept elements scaled by 2^15 / q, the gradient
+    is the mask; eval mode and p = 0 are the identity; a seed fixes the mask."""
+    d = LaneDropout(p).train()
+    assert abs(d.q / 2**15 - (1 - p)) <= 2**-16
+    x = torch.ones(1_000_003, requires_grad=True)  # not a multiple of 4: the last word is cut
+    torch.manual_seed(0)
+    y = d(x)
+    kept = y > 0
+    scale = 2**15 / d.q
+    assert torch.all((y == 0) | (y == torch.tensor(scale, dtype=y.dtype)))
+    n, keep = x.numel(), d.q / 2**15
+    assert abs(kept.double().mean().item() - keep) < 5 * (keep * (1 - keep) / n) ** 0.5  # 5 sigma
+    y.sum().backward()
+    assert torch.equal(x.grad, y.detach())  # d y / d x = mask * scale, here y itself
+    torch.manual_seed(0)
+    assert torch.equal(d(torch.ones(1_000_003)), y.detach())
+    z = torch.randn(3, 4, 5, 6)  # any shape; neighbouring lanes independent (pairs of adjacent elements)
+    torch.manual_seed(1)
+    m = (LaneDropout(0.5).train()(torch.ones(400_000)) > 0).double()
+    assert abs(torch.corrcoef(torch.stack([m[0::2], m[1::2]]))[0, 1].item()) < 0.01
+    assert d.eval()(z) is z and LaneDropout(0.0).train()(z) is z
+    with pytest.raises(ValueError, match=r"\[0, 1\)"):
+        LaneDropout(1.0)
+
+
+def test_fast_dropout_is_part_of_the_config() -> None:
+    """SedConfig(fast_dropout=True) puts LaneDropout in the CNN blocks and hidden heads, the same initial
+    weights as without it; to_dict leaves the default out (files from before it read the same)."""
+    plain, fast = tiny_cfg(dropout=0.3, head_hidden=5), tiny_cfg(dropout=0.3, head_hidden=5, fast_dropout=True)
+    assert "fast_dropout" not in plain.to_dict() and fast.to_dict()["fast_dropout"] is True
+    assert SedConfig.from_dict(fast.to_dict()) == fast and SedConfig.from_dict(plain.to_dict()) == plain
+    torch.manual_seed(0)
+    a = SedModel(plain)
+    torch.manual_seed(0)
+    b = SedModel(fast)
+    for (ka, va), (kb, vb) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert ka == kb and torch.equal(va, vb), ka
+    kinds = lambda m: sorted({type(x).__name__ for x in m.modules() if isinstance(x, (torch.nn.Dropout, LaneDropout))})  # noqa: E731
+    assert kinds(a) == ["Dropout"] and kinds(b) == ["LaneDropout"]
+    x = torch.randn(2, 20, 16)
+    a.eval()
+    b.eval()
+    assert torch.equal(a(x, heads=("ft",))["ft"]["frame"], b(x, heads=("ft",))["ft"]["frame"])  # inference: no dropout either way

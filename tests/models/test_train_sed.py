@@ -234,6 +234,37 @@ def test_resume_equals_uninterrupted(corpus, tmp_path):
         train(corpus, tmp_path / "b" / "m.pt", _opts(method="adv-time+tri", epochs=5), cfg=_tiny(), quiet=True, resume=True)
 
 
+def test_fast_dropout_run_resumes_exactly(corpus, tmp_path):
+    """--fast-dropout (LaneDropout masks from torch's generator): a stopped and resumed run equals the
+    uninterrupted one, differs from the run without it (other masks), and is its own run: resuming it
+    without the flag is refused."""
+    import dataclasses
+
+    from streamkit.models.sed_crnn import load_model
+    from streamkit.train.sed import train
+
+    cfg = dataclasses.replace(_tiny(), fast_dropout=True)
+    assert cfg.dropout > 0
+    opts = dict(method="baseline", epochs=2)  # 8 steps
+    a = train(corpus, tmp_path / "a" / "m.pt", _opts(**opts), cfg=cfg, quiet=True)
+    b1 = train(corpus, tmp_path / "b" / "m.pt", _opts(**opts, max_steps=3), cfg=cfg, quiet=True)
+    assert not b1["finished"]
+    with pytest.raises(ValueError, match=r"another run .*'config.fast_dropout': \(None, True\)"):
+        train(corpus, tmp_path / "b" / "m.pt", _opts(**opts), cfg=_tiny(), quiet=True, resume=True)
+    b = train(corpus, tmp_path / "b" / "m.pt", _opts(**opts), cfg=cfg, quiet=True, resume=True)
+    plain = train(corpus, tmp_path / "c" / "m.pt", _opts(**opts), cfg=_tiny(), quiet=True)
+    assert a["finished"] and b["finished"] and plain["finished"]
+    ma, meta = load_model(tmp_path / "a" / "m.pt")
+    mb, _ = load_model(tmp_path / "b" / "m.pt")
+    mc, _ = load_model(tmp_path / "c" / "m.pt")
+    assert ma.cfg.fast_dropout and not mc.cfg.fast_dropout
+    for (ka, va), (kb, vb) in zip(ma.state_dict().items(), mb.state_dict().items()):
+        assert ka == kb and torch.equal(va, vb), ka
+    assert [h["loss"] for h in a["state"]["history"]] == [h["loss"] for h in b["state"]["history"]]
+    assert [h["loss"] for h in a["state"]["history"]] != [h["loss"] for h in plain["state"]["history"]]
+    assert json.loads((tmp_path / "a" / "m.json").read_text())["config"]["fast_dropout"] is True
+
+
 def test_pseudo_thresholds_branch_from_a_labeler_checkpoint(corpus, tmp_path):
     """--pseudo-threshold/--pseudo-negative enter the checkpoint only when the labels are made."""
     import shutil
