@@ -153,8 +153,8 @@ def main() -> int:
     load_before = os.getloadavg()[0]
     # the clip gates the block runs with by default (post "auto": the file's tuned ones, if any)
     used = resolve_post("auto", meta, model.cfg.classes, None, None, origin)[2]
-    g = resolve_gate(used, meta, model.cfg.classes, None, origin)  # a number, or one per class (dict)
-    gates = np.array([g.get(c, 0.0) for c in model.cfg.classes] if isinstance(g, dict) else np.broadcast_to(g, (model.cfg.n_classes,)), dtype=float)
+    setting = resolve_gate(used, meta, model.cfg.classes, None, origin)  # a number, or one per class (dict)
+    gates = np.array([setting.get(c, 0.0) for c in model.cfg.classes] if isinstance(setting, dict) else np.broadcast_to(setting, (model.cfg.n_classes,)), dtype=float)
     clip_gates = {c: float(v) for c, v in zip(model.cfg.classes, gates)}
 
     blocks = []

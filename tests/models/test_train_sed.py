@@ -548,6 +548,11 @@ def test_cli_writes_card_without_machine_paths(corpus, tmp_path, capsys):
     assert card["parameters"] > 0 and "psds1" in card["metrics"]["eval"]
     b = add_arguments(argparse.ArgumentParser()).parse_args(["--corpus", "C", "--out", "o.pt", "--detach-labelers", "--pseudo-level", "clip"])
     assert b.detach_labelers and b.pseudo_level == "clip"
+    from streamkit.train.sed import config_from_args
+
+    assert not config_from_args(b).fast_dropout
+    c = add_arguments(argparse.ArgumentParser()).parse_args(["--corpus", "C", "--out", "o.pt", "--fast-dropout"])
+    assert config_from_args(c).fast_dropout and config_from_args(c).channels == config_from_args(b).channels
 
 
 def test_missing_or_corrupt_corpus(corpus, tmp_path, capsys):
