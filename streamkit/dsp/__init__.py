@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from streamkit.dsp.highpass import Highpass
     from streamkit.dsp.iq import IqReal
     from streamkit.dsp.level import LevelMeter
-    from streamkit.dsp.passthrough import Gain, PassThrough
+    from streamkit.dsp.passthrough import Gain, Mono, PassThrough
     from streamkit.dsp.resample import Resample
     from streamkit.dsp.stat_sad import StatSAD, stat_sad_scores
     from streamkit.dsp.stft import ISTFT, STFT
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "PassThrough": "streamkit.dsp.passthrough",
     "Gain": "streamkit.dsp.passthrough",
+    "Mono": "streamkit.dsp.passthrough",
     "Resample": "streamkit.dsp.resample",
     "STFT": "streamkit.dsp.stft",
     "ISTFT": "streamkit.dsp.stft",
@@ -38,7 +39,7 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "EnergyVAD", "Gain", "Highpass", "ISTFT", "IqReal", "LevelMeter", "PassThrough", "Resample", "STFT", "StatSAD", "VadDecision",
+    "EnergyVAD", "Gain", "Highpass", "ISTFT", "IqReal", "LevelMeter", "Mono", "PassThrough", "Resample", "STFT", "StatSAD", "VadDecision",
     "VadState", "VadStateMachine", "stat_sad_scores",
 ]  # fmt: skip
 
