@@ -1361,3 +1361,20 @@ def test_teacher_labels_from_a_trained_model(corpus, tmp_path):
         train(corpus, tmp_path / "x.pt", _opts(method="baseline", teacher=str(teacher)), cfg=wide, quiet=True)
     with pytest.raises(ValueError, match="--pseudo-level need"):
         train(corpus, tmp_path / "x.pt", _opts(method="baseline", pseudo_level="positive"), cfg=_tiny(), quiet=True)
+
+
+def test_train_speed_benchmark(tmp_path, capsys):
+    """benchmarks/sed_train_speed.py times both dropout kinds for both cases and writes its table."""
+    bench = _bench("sed_train_speed", "t")
+    out = tmp_path / "speed.json"
+    assert bench.main(["--preset", "tiny", "--frames", "64", "--steps", "1", "--repeat", "2", "--out", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert [(r["method"], r["stage"], r["clips"]) for r in res["rows"]] == [("baseline", "main", 12), ("adv-time+tri", "labelers", 18)]
+    assert res["frames"] == 64 and res["preset"] == "tiny"
+    for r in res["rows"]:
+        assert r["torch_dropout_ms"] > 0 and r["fast_dropout_ms"] > 0
+        assert r["speedup"] == pytest.approx(r["torch_dropout_ms"] / r["fast_dropout_ms"], rel=0.02)
+        assert r["torch_dropout_ms"] <= r["torch_dropout_median_ms"] and r["fast_dropout_ms"] <= r["fast_dropout_median_ms"]
+    assert "speed-up" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        bench.main(["--steps", "0"])
