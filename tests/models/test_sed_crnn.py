@@ -432,10 +432,15 @@ def test_lane_dropout_keeps_the_expectation(p: float) -> None:
     assert torch.equal(x.grad, y.detach())  # d y / d x = mask * scale, here y itself
     torch.manual_seed(0)
     assert torch.equal(d(torch.ones(1_000_003)), y.detach())
-    z = torch.randn(3, 4, 5, 6)  # any shape; neighbouring lanes independent (pairs of adjacent elements)
-    torch.manual_seed(1)
+    torch.manual_seed(1)  # adjacent elements (lanes of one word) are independent
     m = (LaneDropout(0.5).train()(torch.ones(400_000)) > 0).double()
     assert abs(torch.corrcoef(torch.stack([m[0::2], m[1::2]]))[0, 1].item()) < 0.01
+    z = torch.randn(3, 4, 5, 6)  # any shape (the CNN's are 4-D)
+    dz = LaneDropout(0.3).train()
+    zd = dz(z)
+    kept_z = zd != 0
+    assert zd.shape == z.shape and 0 < int(kept_z.sum()) < z.numel()
+    assert torch.equal(zd[kept_z], z[kept_z] * (2**15 / dz.q))
     assert d.eval()(z) is z and LaneDropout(0.0).train()(z) is z
     with pytest.raises(ValueError, match=r"\[0, 1\)"):
         LaneDropout(1.0)
