@@ -45,7 +45,7 @@ from streamkit.cli import machine_info  # noqa: E402
 from streamkit.core.graph import Graph  # noqa: E402
 from streamkit.io.collect import VectorSource  # noqa: E402
 from streamkit.models.sed_crnn import SedConfig, SedModel, load_model, log_mel, n_params, save_model  # noqa: E402
-from streamkit.models.sed_stream import SedBlock, SedEngine, resolve_gate, resolve_post  # noqa: E402
+from streamkit.models.sed_stream import SedBlock, SedEngine  # noqa: E402
 
 RATE = 16000
 CHUNK = 1600  # 100 ms
@@ -148,17 +148,19 @@ def main() -> int:
         tmp = tempfile.TemporaryDirectory()
         weights = str(save_model(Path(tmp.name) / "random_sed.pt", SedModel(SedConfig())))
         origin = "randomly initialised default SedConfig (no shipped weights yet; the cost does not depend on the values)"
-    model, meta = load_model(weights)
+    model, _ = load_model(weights)
     x = _audio(a.seconds, a.audio)
     load_before = os.getloadavg()[0]
-    # the clip gates the block runs with by default (post "auto": the file's tuned ones, if any)
-    used = resolve_post("auto", meta, model.cfg.classes, None, None, origin)[2]
-    setting = resolve_gate(used, meta, model.cfg.classes, None, origin)  # a number, or one per class (dict)
-    gates = np.array([setting.get(c, 0.0) for c in model.cfg.classes] if isinstance(setting, dict) else np.broadcast_to(setting, (model.cfg.n_classes,)), dtype=float)
-    clip_gates = {c: float(v) for c, v in zip(model.cfg.classes, gates)}
+    # the block as users get it (weights loaded at build: their tuned post-processing and clip gates,
+    # if any): its declared latency and the gates it runs with
+    g = Graph("latency")
+    blk = SedBlock(weights=weights, window_s=WINDOW_S, hop_s=HOP_S)
+    g.connect(g.add(VectorSource(samples=x[:RATE], rate=RATE), name="src"), g.add(blk, name="sed"))
+    lat = g.build().latency_items["sed"]
+    clip_gates = blk.clip_gates_used or {}
 
     blocks = []
-    variants = [(True, None), (False, None)] + ([(True, 0.0)] if any(gates > 0) else [])  # and the cost of the gates
+    variants = [(True, None), (False, None)] + ([(True, 0.0)] if any(v > 0 for v in clip_gates.values()) else [])  # and the cost of the gates
     for cache, gate in variants:
         runs = [block_rtf(x, weights, cache, gate) for _ in range(a.repeat)]
         best = min(runs, key=lambda r: r["rtf"])
@@ -173,11 +175,6 @@ def main() -> int:
             engines.append({"cache": cache, "hop_s": hop, "engine_rtf": best["rtf"], "engine_rtf_median": float(np.median([r["rtf"] for r in runs])),
                             "ms_per_window": best["ms_per_window"], "windows": best["windows"]})  # fmt: skip
     parts = breakdown(x, model, max(a.repeat, 3))
-    # the block's declared latency (weights loaded at build: their tuned post-processing, if any, included)
-    g = Graph("latency")
-    blk = SedBlock(weights=weights, window_s=WINDOW_S, hop_s=HOP_S)
-    g.connect(g.add(VectorSource(samples=x[:RATE], rate=RATE), name="src"), g.add(blk, name="sed"))
-    lat = g.build().latency_items["sed"]
     cached = blocks[0]
     full = blocks[1]
     gain = full["block_rtf"] / cached["block_rtf"]

@@ -880,7 +880,7 @@ class SedBlock(Sink):
             clips (``meta["post_tuned"]``, ``streamkit train sed-post``; the shipped weights have
             one); ``fixed``: ``median_s`` and ``threshold_high``; ``auto``: ``tuned`` when the file
             has a setting and neither ``median_s`` nor ``threshold_high`` is given. Which one ran
-            is ``post_used`` after ``start``.
+            is ``post_used`` after ``start``, the gates it ran with ``clip_gates_used``.
         cache (True): CNN output cached per frame (False: full recompute per window; same results
             to float rounding, about 3x slower; for benchmarks).
         emit_frames (False): also emit ``sed.frames`` with the final frame probabilities.
@@ -960,6 +960,13 @@ class SedBlock(Sink):
     # -- description -------------------------------------------------------------------------------
     def algorithmic_latency(self) -> int:
         return self._geo.latency()
+
+    @property
+    def clip_gates_used(self) -> dict[str, float] | None:
+        """The clip gate of each class the block runs with (0: none); None before the graph is built."""
+        if self._eng is None:
+            return None
+        return {c: round(float(v), 6) for c, v in zip(self._eng.classes, self._eng.gate)}  # float32 -> as given
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def negotiate(self, inputs: Mapping[str, StreamSpec]) -> dict[str, StreamSpec]:

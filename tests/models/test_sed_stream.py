@@ -544,8 +544,10 @@ def test_clip_gate_in_the_stream(tmp_path, model, weights, post):
     fixed = sed_file(X, model, W, H, median_s=med, threshold_high=thr, clip_gate=gate)
     assert [det_key(d) for d in sed_file(X, tw, W, H, post="tuned").detections] == [det_key(d) for d in fixed.detections]
     b = SedBlock(weights=tw, window_s=W, hop_s=H)
+    assert b.clip_gates_used is None  # not built yet
     run = run_block(b, X, rate=RATE, sizes=999)
     assert [det_key(e.payload) for e in run.events_of(ss.SED_DETECTION)] == [det_key(d) for d in fixed.detections]
+    assert b.clip_gates_used == {c: round(float(np.float32(v)), 6) for c, v in zip(CLASSES, gate)}
     # fixed post-processing does not take the file's gates; an explicit gate wins over them
     plain = sed_file(X, model, W, H, median_s=0.45, threshold_high=0.5)
     assert [det_key(d) for d in sed_file(X, tw, W, H, post="fixed").detections] == [det_key(d) for d in plain.detections]
