@@ -684,6 +684,50 @@ def _strong(corpus, subset, row):
     return {f: c.strong[subset].get(f, []) for f in files}
 
 
+def test_long_stream_benchmark(corpus, tmp_path, capsys):
+    """benchmarks/sed_long_stream.py: joined clips carry their labels shifted by the clips' starts,
+    the truth scores 100 against itself, and each row's detections are the engine's on that audio
+    with the row's gates."""
+    from streamkit.eval.sed import read_strong_tsv
+    from streamkit.models.sed_stream import sed_file
+    from streamkit.train.sed import train
+
+    bench = _bench("sed_long_stream", "bench")
+    names, audio, labels, rate = bench.read_clips(corpus, None)
+    assert names == sorted(names) and len(names) == 3 and rate == 16000
+    truth = read_strong_tsv(corpus / "eval" / "labels.tsv")
+    joined = bench.join(names, audio, labels, rate, 2)
+    assert [n for n, _, _ in joined] == ["joined_000.wav", "joined_001.wav"]
+    assert [x.shape[0] for _, x, _ in joined] == [audio[0].shape[0] + audio[1].shape[0], audio[2].shape[0]]
+    np.testing.assert_array_equal(joined[0][1][audio[0].shape[0] :], audio[1])
+    t1 = audio[0].shape[0] / rate
+    want = [(e.onset, e.offset, e.event_label) for e in truth.get(names[0], [])]
+    want += [(round(e.onset + t1, 3), round(e.offset + t1, 3), e.event_label) for e in truth.get(names[1], [])]
+    assert [(e.onset, e.offset, e.event_label) for e in joined[0][2]] == want and want
+    assert {e.filename for _, _, evs in joined for e in evs} <= {"joined_000.wav", "joined_001.wav"}
+    assert bench.score(joined, [e for _, _, evs in joined for e in evs], rate) == {"event_f1": 100.0, "segment_f1": 100.0}
+
+    m = tmp_path / "m.pt"
+    train(corpus, m, _opts(method="baseline", epochs=1), cfg=_tiny(), quiet=True)
+    out = tmp_path / "l.json"
+    assert bench.main(["--corpus", str(corpus), "--weights", str(m), "--join", "2", "--hop", "2", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert str(tmp_path) not in text and str(corpus) not in text
+    res = json.loads(text)
+    assert res["command"].startswith("python benchmarks/sed_long_stream.py --corpus DIR --weights m.pt")
+    assert res["corpus"].startswith("streamkit corpus sed --out DIR ")
+    rows = {(r["layout"], r["gates"]): r for r in res["rows"]}
+    assert [r["recordings"] for r in res["rows"]] == [3, 3, 2, 2]
+    off = rows[("2 clips joined", "gates off")]
+    assert off["audio_s"] == round(sum(x.shape[0] for x in audio) / rate, 1)
+    assert off["detections"] == sum(len(sed_file(x, m, hop_s=2.0, clip_gate=0.0).detections) for _, x, _ in joined)
+    assert "gates' event-F1 gain" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        bench.main(["--corpus", str(corpus), "--weights", str(m), "--join", "1"])
+    with pytest.raises(SystemExit):
+        bench.main(["--corpus", str(tmp_path), "--weights", str(m)])
+
+
 def test_pseudo_label_benchmark(corpus, tmp_path, capsys):
     """benchmarks/sed_pseudo_labels.py: frame and clip rules against the truth, each head's validation F1."""
     from streamkit.train.sed import train
