@@ -114,15 +114,17 @@ def join(names: list[str], audio: list[np.ndarray], labels: dict[str, list[Event
     return out
 
 
-def detect(items: list[tuple[str, np.ndarray, list[Event]]], weights: str, window: float, hop: float, gate: float | None) -> tuple[list[Event], float, float]:
-    """Detections of every item, busy seconds and audio seconds."""
+def detect(
+    items: list[tuple[str, np.ndarray, list[Event]]], weights: str, window: float, hop: float, gate: float | None, rate: int
+) -> tuple[list[Event], float, float]:
+    """Detections of every item (audio at ``rate``, resampled to the model's when it differs), busy seconds and audio seconds."""
     est: list[Event] = []
     busy = audio_s = 0.0
     for name, x, _ in items:
-        r = sed_file(x, weights, window_s=window, hop_s=hop, clip_gate=gate)
+        r = sed_file(x, weights, window_s=window, hop_s=hop, clip_gate=gate, rate=rate)
         est += [Event(name, d.onset_s, d.offset_s, d.label) for d in r.detections]
         busy += r.seconds
-        audio_s += x.shape[0] / r.rate
+        audio_s += x.shape[0] / rate
     return est, busy, audio_s
 
 
@@ -161,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     t_all = time.perf_counter()
     for layout, items in (("each clip alone", clips), (f"{a.join} clips joined", joined)):
         for gates, gate in (("file's gates" if tuned.get("clip_gate") is not None else "file's post (no gates)", None), ("gates off", 0.0)):
-            est, busy, audio_s = detect(items, weights, a.window, a.hop, gate)
+            est, busy, audio_s = detect(items, weights, a.window, a.hop, gate, rate)
             row = {"layout": layout, "gates": gates, "recordings": len(items), "audio_s": round(audio_s, 1), "detections": len(est),
                    **score(items, est, rate), "rtf": round(busy / audio_s, 4)}  # fmt: skip
             rows.append(row)
