@@ -33,7 +33,6 @@ Writes benchmarks/results/sed_long_stream.json.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import time
@@ -49,54 +48,41 @@ import torch  # noqa: E402
 from _bench import write_result  # noqa: E402
 
 from streamkit.cli import machine_info  # noqa: E402
-from streamkit.eval.sed import Event, event_based, read_strong_tsv, segment_based  # noqa: E402
+from streamkit.eval.sed import Event, event_based, segment_based  # noqa: E402
 from streamkit.models.sed_crnn import load_model  # noqa: E402
 from streamkit.models.sed_stream import default_weights, sed_file  # noqa: E402
+from streamkit.train.sed import CorpusError, SedCorpus  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "sed_long_stream.json"
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _no_paths(corpus: Path, weights: str, argv: list[str]) -> tuple[str | None, str, str]:
-    """The corpus's generating command with ``--out DIR``, the weights (repository-relative when
-    shipped, else their file name) and this run's command with ``--corpus DIR``: no machine paths."""
-    try:
-        cmd = json.loads((corpus / "manifest.json").read_text(encoding="utf-8")).get("command")
-    except (OSError, ValueError):
-        cmd = None
+def _no_paths(weights: str, argv: list[str]) -> tuple[str, str]:
+    """The weights (repository-relative when shipped, else their file name) and this run's command
+    with ``--corpus DIR``: no machine paths."""
     w = Path(weights).resolve()
     wname = w.relative_to(ROOT).as_posix() if w.is_relative_to(ROOT) else w.name
     args = " ".join(argv)
     args = re.sub(r"--corpus\s+\S+", "--corpus DIR", args)
     args = re.sub(r"--weights\s+\S+", f"--weights {wname}", args)
     args = re.sub(r"--out\s+\S+", "--out OUT", args)
-    return (re.sub(r"--out\s+\S+", "--out DIR", str(cmd)) if cmd else None), wname, "python benchmarks/sed_long_stream.py " + args
+    return wname, "python benchmarks/sed_long_stream.py " + args
 
 
-def read_clips(corpus: Path, limit: int | None) -> tuple[list[str], list[np.ndarray], dict[str, list[Event]], int]:
+def read_clips(corpus: SedCorpus, limit: int | None) -> tuple[list[str], list[np.ndarray], dict[str, list[Event]], int]:
     """The eval clips in name order (at most ``limit``), their samples and labels, and the rate."""
     import soundfile as sf
 
-    sub = corpus / "eval"
-    labels_path = sub / "labels.tsv"
-    if not labels_path.is_file():
-        raise SystemExit(f"{labels_path} not found: --corpus must be a corpus written by `streamkit corpus sed`")
-    labels = read_strong_tsv(labels_path)
-    files = sorted((sub / "audio").glob("*.wav"))
-    if limit is not None:
-        files = files[:limit]
+    files = corpus.files.get("eval", [])[:limit]
     if not files:
-        raise SystemExit(f"no eval clips in {sub / 'audio'}")
-    names, audio, rate = [], [], None
-    for p in files:
-        x, sr = sf.read(str(p), dtype="float32", always_2d=True)
-        if rate is None:
-            rate = int(sr)
-        elif int(sr) != rate:
-            raise SystemExit(f"{p}: rate {sr} Hz, the others {rate} Hz")
-        names.append(p.name)
+        raise SystemExit(f"no eval clips in {corpus.root / 'eval' / 'audio'}")
+    audio = []
+    for name in files:
+        x, sr = sf.read(str(corpus.root / "eval" / "audio" / name), dtype="float32", always_2d=True)
+        if int(sr) != corpus.rate:
+            raise SystemExit(f"{name}: rate {sr} Hz, the corpus's {corpus.rate} Hz")
         audio.append(x.mean(axis=1) if x.shape[1] > 1 else x[:, 0])
-    return names, audio, {n: labels.get(n, []) for n in names}, int(rate or 0)
+    return list(files), audio, {n: corpus.strong["eval"][n] for n in files}, corpus.rate
 
 
 def join(names: list[str], audio: list[np.ndarray], labels: dict[str, list[Event]], rate: int, k: int) -> list[tuple[str, np.ndarray, list[Event]]]:
@@ -156,7 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     weights = str(a.weights or default_weights())
     _, meta = load_model(weights)
     tuned = meta.get("post_tuned") or {}
-    names, audio, labels, rate = read_clips(Path(a.corpus), a.clips)
+    try:
+        corpus = SedCorpus(a.corpus)
+    except CorpusError as exc:
+        raise SystemExit(str(exc)) from None
+    names, audio, labels, rate = read_clips(corpus, a.clips)
     clips = [(n, x, labels[n]) for n, x in zip(names, audio)]
     joined = join(names, audio, labels, rate, a.join)
     rows: list[dict[str, Any]] = []
@@ -174,13 +164,13 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         print(f"| {r['layout']} ({r['recordings']} x {r['audio_s'] / r['recordings']:.0f} s) | {r['gates']} | {r['event_f1']:.2f} | {r['segment_f1']:.2f} | {r['detections']} | {r['rtf']:.4f} |")
     print(f"\ngates' event-F1 gain: {gain}")
-    corpus_cmd, wname, command = _no_paths(Path(a.corpus), weights, list(sys.argv[1:] if argv is None else argv))
+    wname, command = _no_paths(weights, list(sys.argv[1:] if argv is None else argv))
     result = {
         "benchmark": "sed_long_stream",
         "command": command,
         "machine": machine_info(),
         "weights": wname,
-        "corpus": corpus_cmd,
+        "corpus": corpus.corpus_command(),
         "window_s": a.window,
         "hop_s": a.hop,
         "join": a.join,

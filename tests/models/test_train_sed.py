@@ -693,7 +693,9 @@ def test_long_stream_benchmark(corpus, tmp_path, capsys):
     from streamkit.train.sed import train
 
     bench = _bench("sed_long_stream", "bench")
-    names, audio, labels, rate = bench.read_clips(corpus, None)
+    from streamkit.train.sed import SedCorpus
+
+    names, audio, labels, rate = bench.read_clips(SedCorpus(corpus), None)
     assert names == sorted(names) and len(names) == 3 and rate == 16000
     truth = read_strong_tsv(corpus / "eval" / "labels.tsv")
     joined = bench.join(names, audio, labels, rate, 2)
