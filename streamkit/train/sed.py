@@ -147,6 +147,7 @@ from streamkit.models.sed_crnn import SedConfig, SedModel, events_to_frames, loa
 from streamkit.models.sed_losses import METHODS, SedTargets, heads_for, parse_method, pseudo_label_batch, sed_loss, stages
 from streamkit.models.sed_post import DEFAULT_THRESHOLD, frame_times, frames_to_events, median_frames
 from streamkit.train.sed_augment import MelAugment, batch_rng
+from streamkit.train.sed_mix import draw_mix, mix_features, mix_rng, mix_targets
 
 __all__ = [
     "PRESETS",
@@ -364,6 +365,12 @@ class TrainOptions:
     augment: MelAugment | None = None  #: perturb every training clip's log-mel from step 0 (see sed_augment; None: off)
     teacher: str | None = None  #: a trained model file whose Ft labels W and U once, used from step 0 (not tri-training methods)
     extend: bool = False  #: resume a checkpoint of fewer --epochs (a finished run trained on; schedules that do not depend on the total)
+    pseudo_mix: float = 0.0  #: mix a pseudo-labelled real clip into each synthetic clip with this probability (see sed_mix; 0: off)
+    pseudo_mix_gain_db: float = 6.0  #: level range of the mixed-in real clip, +-dB
+
+    def mix_rule(self) -> list[float]:
+        """``[probability, gain range dB]`` of ``--pseudo-mix`` (``[0.0, 0.0]`` when off: the range then means nothing)."""
+        return [float(self.pseudo_mix), float(self.pseudo_mix_gain_db)] if self.pseudo_mix else [0.0, 0.0]
 
     def pseudo_rule(self) -> dict[str, float]:
         """The pseudo-label thresholds (validated): ``{"positive": .., "negative": ..}``."""
@@ -387,6 +394,8 @@ class TrainOptions:
             fp["consistency"] = [float(self.consistency), int(self.consistency_rampup)]  # from step 0 (tri: checked at the switch)
         if self.augment is not None:
             fp["augment"] = self.augment.to_dict()  # from step 0 (absent when off, as above)
+        if self.pseudo_mix and not parse_method(self.method)[1]:
+            fp["pseudo_mix"] = self.mix_rule()  # from step 0 with --teacher / --oracle-labels (tri: checked at the switch)
         if self.teacher is not None:  # from step 0: the teacher file's digest and the label rule
             fp["teacher"] = {"sha256": file_sha256(self.teacher), "rule": self.pseudo_rule(), "level": self.pseudo_level}
         return {**fp, "tri_epochs": self.final_epochs()}
@@ -745,6 +754,10 @@ def train(
     if opts.extend and adv is not None and opts.grl_schedule != "const":
         raise ValueError(f"--extend trains a finished run for more epochs, as if started with them; {opts.method!r} with --grl-schedule "
                          "ganin has a schedule that depends on the total (its ramp follows the total steps); train it anew")  # fmt: skip
+    if not 0.0 <= opts.pseudo_mix <= 1.0 or opts.pseudo_mix_gain_db < 0.0:
+        raise ValueError(f"--pseudo-mix must be in [0, 1] and --pseudo-mix-gain-db >= 0, got {opts.pseudo_mix}, {opts.pseudo_mix_gain_db}")
+    if opts.pseudo_mix and not (tri or teach or opts.oracle_labels):
+        raise ValueError(f"--pseudo-mix mixes pseudo-labelled real clips: it needs a tri-training method, --teacher or --oracle-labels, not {opts.method!r}")
     relabel = bool(opts.relabel_every)
     source = "oracle" if opts.oracle_labels else ("averaged labelers" if opts.pseudo_from == "ema" else "labelers")
     out = Path(out)
@@ -820,6 +833,10 @@ def train(
         made_cons = ck["state"].get("consistency", [0.0, 1]) if ck["state"].get("pseudo") is not None else None
         if tri and made_cons is not None and made_cons != [float(opts.consistency), int(opts.consistency_rampup)]:
             raise ValueError(f"{ckpt_p}: its final stage runs with --consistency {made_cons[0]:g} --consistency-rampup {made_cons[1]}, "
+                             "this run asks for another; resume with those (or from a checkpoint before the switch)")  # fmt: skip
+        made_mix = ck["state"].get("pseudo_mix", [0.0, 0.0]) if ck["state"].get("pseudo") is not None else None
+        if tri and made_mix is not None and made_mix != opts.mix_rule():
+            raise ValueError(f"{ckpt_p}: its final stage runs with --pseudo-mix {made_mix[0]:g} --pseudo-mix-gain-db {made_mix[1]:g}, "
                              "this run asks for another; resume with those (or from a checkpoint before the switch)")  # fmt: skip
         made_from = ck["state"].get("pseudo_source", "labelers") if ck["state"].get("pseudo") is not None else None
         if made_from is not None and made_from != source:
@@ -942,6 +959,7 @@ def train(
                 st["pseudo_rule"] = rule
                 st["relabel_every"] = opts.relabel_every
                 st["consistency"] = [float(opts.consistency), int(opts.consistency_rampup)]
+                st["pseudo_mix"] = opts.mix_rule()
                 st["pseudo_step"] = step
                 cov = lambda a: float((a >= 0).mean()) if a is not None else None  # noqa: E731
                 pos = lambda a: float((a == 1).mean()) if a is not None else None  # noqa: E731
@@ -995,6 +1013,25 @@ def train(
                     lab_clip.append(torch.zeros(b, k))
                     lab_cmask.append(torch.zeros(b, k))
                 dom.append(torch.ones(b))
+            d_mask = None
+            if opts.pseudo_mix and pl is not None and data.U is not None:  # (see sed_mix: synthetic clips in real scenes)
+                which, gain = draw_mix(mix_rng(opts.seed, step), b, opts.pseudo_mix, opts.pseudo_mix_gain_db)
+                if which.any():
+                    sel = np.flatnonzero(which)
+                    i_m = _stream(opts.seed, 3, data.U.shape[0], step * b, b)[sel]
+                    xs = np.array(parts_x[0], dtype=np.float32)
+                    xs[sel] = mix_features(xs[sel], data.U[i_m], gain[sel])
+                    parts_x[0] = xs
+                    mt = mix_targets(data.s_frame[i_s[sel]], data.s_clip[i_s[sel]], pl["u_frame"][i_m], pl["u_clip"][i_m])
+                    for lst, new in zip((frame, fmask, clip, cmask), mt):  # (new tensors: the labelers' lists share the old ones)
+                        lst[0] = lst[0].clone()
+                        lst[0][sel] = torch.from_numpy(new)
+                    d_mask = torch.ones(sum(len(p) for p in parts_x))
+                    d_mask[sel] = 0.0  # a mixture is neither domain
+                    if lab:  # the labelers learn from labelled clips only
+                        lab_fmask[0], lab_cmask[0] = lab_fmask[0].clone(), lab_cmask[0].clone()
+                        lab_fmask[0][sel] = 0.0
+                        lab_cmask[0][sel] = 0.0
             x_np = np.concatenate(parts_x).astype(np.float32)
             x_clean = None
             if opts.augment is not None:  # the targets hold for the perturbed clips; a teacher sees the clean ones
@@ -1002,7 +1039,7 @@ def train(
                 x_np = opts.augment(x_np, batch_rng(opts.seed, step))
             x = torch.from_numpy(x_np)
             t = SedTargets(frame=torch.cat(frame), frame_mask=torch.cat(fmask), clip=torch.cat(clip), clip_mask=torch.cat(cmask),
-                           domain=torch.cat(dom))  # fmt: skip
+                           domain=torch.cat(dom), domain_mask=d_mask)  # fmt: skip
             if adv is not None:
                 model.D.scale = _grl(opts.grl_schedule, cfg.grl_scale, step / total_steps)
             t_lab = None
@@ -1184,6 +1221,9 @@ def _write_model(ck: dict[str, Any], out: Path, corpus: SedCorpus, *, opts: Trai
             "augment": ({**opts.augment.to_dict(), "what": "every training clip (S, W, U) from step 0: mel-bin shift, "
                          "FilterAugment (linear), level; pseudo-labels and consistency teachers see clean clips"}
                         if opts.augment is not None else None),
+            "pseudo_mix": ({"probability": opts.pseudo_mix, "gain_db": opts.pseudo_mix_gain_db, "stage": "final" if tri else "all",
+                            "what": "a pseudo-labelled real clip mixed into synthetic clips (streamkit.train.sed_mix)"}
+                           if opts.pseudo_mix else None),
             "ema": sel_ema,
             "ema_decay": opts.ema,
             "selection": ("best validation event-based macro F1 at epoch ends" + (" of the final (pseudo-label) stage" if tri else "")
@@ -1297,6 +1337,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "not part of the checkpoint fingerprint until the labels are made). Default 0: off")
     parser.add_argument("--consistency-rampup", type=int, default=d.consistency_rampup, metavar="EPOCHS",
                         help=f"epochs over which the consistency weight ramps up as exp(-5 (1 - t)^2) (default {d.consistency_rampup})")
+    parser.add_argument("--pseudo-mix", type=float, default=d.pseudo_mix, metavar="P",
+                        help="mix a pseudo-labelled real clip into each synthetic clip with probability P wherever real clips have "
+                             "pseudo-labels (tri-training final stage, --teacher, --oracle-labels); targets from both (default 0: off)")
+    parser.add_argument("--pseudo-mix-gain-db", type=float, default=d.pseudo_mix_gain_db, metavar="DB",
+                        help=f"level range of the mixed-in real clip, +-dB (default {d.pseudo_mix_gain_db:g})")
     parser.add_argument("--augment", action="store_true",
                         help="perturb every training clip's log-mel from the first step (not in the paper): a mel-bin shift in "
                         "[-S, S] (--aug-shift), FilterAugment band gains in [-D, D] dB (--aug-filter-db) and a level change in "
@@ -1353,7 +1398,7 @@ def run_from_args(a: argparse.Namespace) -> int:
                             pseudo_threshold=a.pseudo_threshold, pseudo_negative=a.pseudo_negative,
                             relabel_every=a.relabel_every, oracle_labels=a.oracle_labels, detach_labelers=a.detach_labelers,
                             pseudo_level=a.pseudo_level, ema=a.ema, pseudo_from=a.pseudo_from, consistency=a.consistency,
-                            consistency_rampup=a.consistency_rampup,
+                            consistency_rampup=a.consistency_rampup, pseudo_mix=a.pseudo_mix, pseudo_mix_gain_db=a.pseudo_mix_gain_db,
                             augment=MelAugment(a.aug_shift, a.aug_filter_db, a.aug_gain_db) if a.augment else None,
                             teacher=a.teacher, extend=a.extend)  # fmt: skip
         res = train(a.corpus, a.out, opts, cfg=cfg, resume=a.resume, ckpt=a.ckpt, cache=a.cache, quiet=a.quiet)

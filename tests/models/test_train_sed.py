@@ -1424,3 +1424,89 @@ def test_train_speed_benchmark(tmp_path, capsys):
     assert "speed-up" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         bench.main(["--steps", "0"])
+
+
+def test_mix_hand_cases():
+    from streamkit.train.sed_mix import draw_mix, mix_features, mix_rng, mix_targets
+
+    # targets: 1 clip, 3 frames, 4 classes; the real clip lacks class 0, holds class 1, is unsure of classes 2 and 3
+    s_frame = np.array([[[1, 0, 0, 0], [0, 1, 0, 1], [0, 0, 0, 0]]], np.uint8)
+    s_clip = np.array([[1, 1, 0, 1]], np.float32)
+    u_frame = np.array([[[-1, 1, -1, -1], [-1, -1, 0, -1], [1, -1, 1, -1]]], np.int8)  # (class 0's 1 is overruled by its clip 0)
+    u_clip = np.array([[0, 1, -1, -1]], np.int8)
+    f, fm, c, cm = mix_targets(s_frame, s_clip, u_frame, u_clip)
+    assert f.dtype == fm.dtype == c.dtype == cm.dtype == np.float32
+    assert f[0].tolist() == [[1, 1, 0, 0], [0, 1, 0, 1], [0, 0, 1, 0]]
+    assert fm[0].tolist() == [[1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 1, 0]]
+    assert c.tolist() == [[1, 1, 0, 1]] and cm.tolist() == [[1, 1, 0, 1]]
+    with pytest.raises(ValueError, match="do not match"):
+        mix_targets(s_frame, s_clip, u_frame[:, :2], u_clip)
+    # features: the sum of the two clips' powers, the real one scaled by exp(gain)
+    rng = np.random.default_rng(0)
+    xs, xu = rng.normal(size=(2, 5, 3)).astype(np.float32), rng.normal(size=(2, 5, 3)).astype(np.float32)
+    g = np.array([0.0, -1.5])
+    m = mix_features(xs, xu, g)
+    assert m.dtype == np.float32 and np.allclose(np.exp(m), np.exp(xs) + np.exp(xu) * np.exp(g)[:, None, None], rtol=1e-5)
+    with pytest.raises(ValueError, match="2 gains for 1 clips"):
+        mix_features(xs[:1], xu[:1], g)
+    # draws: a function of (seed, step); probability 0 and 1 are none and all; gains within the range
+    w0, g0 = draw_mix(mix_rng(3, 7), 1000, 0.5, 6.0)
+    w1, g1 = draw_mix(mix_rng(3, 7), 1000, 0.5, 6.0)
+    assert np.array_equal(w0, w1) and np.array_equal(g0, g1) and 0.4 < w0.mean() < 0.6
+    assert np.abs(g0).max() <= 6.0 * np.log(10) / 10 and np.abs(g0).max() > 1.0
+    assert not draw_mix(mix_rng(3, 7), 50, 0.0, 6.0)[0].any() and draw_mix(mix_rng(3, 7), 50, 1.0, 6.0)[0].all()
+    with pytest.raises(ValueError, match="probability"):
+        draw_mix(mix_rng(0, 0), 4, 1.5, 6.0)
+
+
+def test_pseudo_mix_in_training(corpus, tmp_path, monkeypatch):
+    """--pseudo-mix: the synthetic rows of a batch are mixtures with real clips, their targets those of sed_mix from the
+    real clips' labels, D does not see them, the labelers (--relabel-every) learn nothing from them; it is part of the run."""
+    from streamkit.train import sed as sedmod
+    from streamkit.train.sed import train
+    from streamkit.train.sed_mix import mix_targets
+
+    seen: list[tuple] = []
+    real_loss = sedmod.sed_loss
+
+    def spy(method, o, t, **kw):
+        seen.append((t, kw.get("labeler_targets")))
+        return real_loss(method, o, t, **kw)
+
+    monkeypatch.setattr(sedmod, "sed_loss", spy)
+    b = 2
+    # from step 0 with the true labels of the real clips (--oracle-labels), every synthetic clip mixed
+    res = train(corpus, tmp_path / "o" / "m.pt", _opts(method="adv-time", epochs=1, oracle_labels=True, pseudo_mix=1.0), cfg=_tiny(),
+                quiet=True)  # fmt: skip
+    assert res["finished"] and len(seen) == 4
+    data = sedmod._Data(sedmod.SedCorpus(corpus), _tiny(), _opts(method="adv-time", oracle_labels=True), True)
+    uf, uc = sedmod._oracle_label_all(sedmod.SedCorpus(corpus), "unlabelled", _tiny(), data.t_out)
+    for step, (t, _lab) in enumerate(seen):
+        i_s = sedmod._stream(0, 0, data.n_s, step * b, b)
+        i_m = sedmod._stream(0, 3, data.U.shape[0], step * b, b)
+        f, fm, c, cm = mix_targets(data.s_frame[i_s], data.s_clip[i_s], uf[i_m], uc[i_m])
+        assert torch.equal(t.frame[:b], torch.from_numpy(f)) and torch.equal(t.frame_mask[:b], torch.from_numpy(fm))
+        assert torch.equal(t.clip[:b], torch.from_numpy(c)) and torch.equal(t.clip_mask[:b], torch.from_numpy(cm))
+        assert t.domain_mask.tolist() == [0.0] * b + [1.0] * (2 * b)
+    card = json.loads((tmp_path / "o" / "m.json").read_text())["training"]
+    assert card["pseudo_mix"]["probability"] == 1.0 and card["pseudo_mix"]["stage"] == "all"
+    # a tri-training branch: mixing only in the final stage; the labelers' targets leave the mixtures out
+    seen.clear()
+    opts = dict(method="tri", epochs=2, tri_epochs=1, relabel_every=1)
+    fr, mx = _frame_and_branch(corpus, tmp_path, opts, "m", pseudo_mix=1.0)
+    n = len(seen) - 4  # (the run to step 8 and its plain final stage, then the branch's 4 final steps)
+    plain, branch = seen[:n], seen[n:]
+    assert all(t.domain_mask is None for t, _ in plain)
+    finals = [(t, lab) for t, lab in branch if lab is not None]
+    assert len(finals) == 4 and all(t.domain_mask is not None and (lab.frame_mask[:b] == 0).all() and (lab.clip_mask[:b] == 0).all()
+                          and (lab.clip_mask[b : 2 * b] == 1).all() for t, lab in finals)  # fmt: skip
+    assert fr["state"]["best_f1"] != mx["state"]["best_f1"] or fr["state"]["history"][-1]["loss"] != mx["state"]["history"][-1]["loss"]
+    assert json.loads((tmp_path / "m" / "m.json").read_text())["training"]["pseudo_mix"]["stage"] == "final"
+    assert json.loads((tmp_path / "s" / "m.json").read_text())["training"]["pseudo_mix"] is None
+    with pytest.raises(ValueError, match="--pseudo-mix 1 --pseudo-mix-gain-db 6, this run asks for another"):
+        train(corpus, tmp_path / "m" / "m.pt", _opts(**opts), cfg=_tiny(), quiet=True, resume=True)
+    # refusals: no pseudo-labelled real clips to mix, a probability out of range
+    with pytest.raises(ValueError, match="needs a tri-training method, --teacher or --oracle-labels"):
+        train(corpus, tmp_path / "x.pt", _opts(method="adv-time", pseudo_mix=0.5), cfg=_tiny(), quiet=True)
+    with pytest.raises(ValueError, match=r"--pseudo-mix must be in \[0, 1\]"):
+        train(corpus, tmp_path / "x.pt", _opts(method="tri", pseudo_mix=1.5), cfg=_tiny(), quiet=True)
