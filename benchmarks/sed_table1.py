@@ -139,7 +139,8 @@ def _card_fields(row: dict[str, Any], card: dict[str, Any], labeler_hidden: int 
     row["training"] = {k: tr.get(k) for k in ("epochs", "steps", "batch_per_subset", "seed", "wall_time_s", "best_epoch", "best_val_event_f1",
                                              "synthetic_holdout", "pseudo_stats", "grl_schedule", "corpus_command", "runs", "tri_epochs",
                                              "pseudo_threshold", "pseudo_negative", "relabel_every", "oracle_labels", "detach_labelers",
-                                             "pseudo_level", "ema", "ema_decay", "pseudo_from", "consistency", "augment", "teacher")}  # fmt: skip
+                                             "pseudo_level", "ema", "ema_decay", "pseudo_from", "consistency", "augment", "teacher",
+                                             "pseudo_mix")}  # fmt: skip
     row["training"]["labeler_hidden"] = labeler_hidden  # F1/F2's own hidden layer (None: as Ft's)
     row["validation"] = {k: card.get("metrics", {}).get("validation", {}).get(k) for k in ("event_f1", "segment_f1", "psds1")}
 
@@ -205,6 +206,12 @@ def _augment(row: dict[str, Any]) -> tuple[int, float, float] | None:
     return (int(a["shift"]), float(a["filter_db"]), float(a["gain_db"])) if a else None
 
 
+def _mix(row: dict[str, Any]) -> tuple[float, float] | None:
+    """The pseudo-label mixing the row's model trained with (``--pseudo-mix``: probability, gain range dB; None: none)."""
+    m = row["training"].get("pseudo_mix")
+    return (float(m["probability"]), float(m["gain_db"])) if m else None
+
+
 def _teacher(row: dict[str, Any]) -> tuple[Any, ...] | None:
     """The teacher a row's model learnt its real clips' labels from (``--teacher``: the teacher's method and seed from its
     card, the label level and thresholds, the teacher file's digest; None: no teacher)."""
@@ -265,7 +272,7 @@ def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
         if _oracle(r) or (r["method"] == "baseline" and not _consistency(r) and _augment(r) is None):
             continue
         key = (r["method"], _tri_recipe(r) if "tri" in r["method"] else None, _ema(r), r["training"].get("steps"), _consistency(r), _augment(r),
-               _teacher(r))  # fmt: skip
+               _teacher(r), _mix(r))  # fmt: skip
         groups.setdefault(key, []).append(r)
 
     def baselines(steps: Any, ema: float | None, cons: float, aug: tuple[Any, ...] | None = None) -> dict[Any, dict[str, Any]]:
@@ -273,7 +280,7 @@ def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
     by_digest = {r["sha256"]: r for r in rows if r.get("sha256")}  # (a student's teacher, when it is a row of the table)
 
-    for (meth, recipe, ema, steps, cons, aug, teacher), rs in groups.items():
+    for (meth, recipe, ema, steps, cons, aug, teacher, mix), rs in groups.items():
         seeds = [r["training"].get("seed") for r in rs]
         if None in seeds or len(set(seeds)) != len(seeds):
             continue  # cards without a seed, or the same seed twice: not a seed mean
@@ -285,6 +292,8 @@ def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
         if teacher is not None:  # (self-training: the teacher's own training is a run before this one's steps)
             who = f"{teacher[0]} seed {teacher[1]}" if teacher[0] is not None else "a model without its card"
             name += f", student of {who} ({teacher[2]} labels, P {teacher[3]:g}, N {teacher[4]:g}, {teacher[5]})"
+        if mix is not None:
+            name += f", pseudo-mix {mix[0]:g} (+-{mix[1]:g} dB)"
         ent = {"seeds": seeds, "event_f1": [r["real"]["event_f1"] for r in rs], "mean": round(m, 2),
                "baseline_event_f1": [base[sd]["real"]["event_f1"] for sd in seeds], "baseline_mean": round(mb, 2), "gain": round(m - mb, 2)}  # fmt: skip
         pb = baselines(steps, ema, 0.0)  # with augmentation: also against the plain baselines
@@ -446,7 +455,8 @@ def main(argv: list[str] | None = None) -> int:
                 rule = _tri_recipe(by["adv-time+tri"])
                 tri = [by["adv-time+tri"]] + [r for r in extra if r["method"] == "adv-time+tri" and r["training"].get("steps") == steps
                                               and _tri_recipe(r) == rule and _ema(r) == ema
-                                              and _consistency(r) == _consistency(by["adv-time+tri"]) and _augment(r) == aug]  # fmt: skip
+                                              and _consistency(r) == _consistency(by["adv-time+tri"]) and _augment(r) == aug
+                                              and _mix(r) == _mix(by["adv-time+tri"])]  # fmt: skip
                 if len(tri) > 1 or len(peers) > 1:
                     mt, mb = _mean_f1(tri), _mean_f1(peers)
                     summary["target_equal_steps_seed_mean"] = {

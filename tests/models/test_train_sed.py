@@ -1006,12 +1006,15 @@ def test_table1_seed_means_are_paired_by_seed():
             row("adv-time+tri", 0, 50.0, ema=0.999, **tri), row("adv-time+tri", 1, 53.0, ema=0.999, **tri),
             row("adv-time", 2, 50.0, ema=0.999),  # no EMA baseline of seed 2: left out
             row("adv-time+tri", 0, 54.0, ema=0.999, ema_decay=0.999, pseudo_from="ema", **tri),  # mean teacher: its own recipe
-            row("adv-time+tri", 1, 51.0, ema=None, ema_decay=0.999, pseudo_from="ema", **tri)]  # its weights: plain baselines  # fmt: skip
+            row("adv-time+tri", 1, 51.0, ema=None, ema_decay=0.999, pseudo_from="ema", **tri),  # its weights: plain baselines
+            row("adv-time+tri", 2, 58.0, pseudo_mix={"probability": 0.5, "gain_db": 6.0}, **tri)]  # pseudo-mix: its own recipe  # fmt: skip
     out = mod.seed_means_paired(rows)
+    (mix,) = [k for k in out if "pseudo-mix 0.5 (+-6 dB)" in k]
+    assert out[mix]["event_f1"] == [58.0] and out[mix]["baseline_event_f1"] == [44.0] and out[mix]["gain"] == 14.0
     assert out["adv-time, 4500 steps"] == {"seeds": [0, 1], "event_f1": [46.0, 51.0], "mean": 48.5, "baseline_event_f1": [40.0, 50.0],
                                            "baseline_mean": 45.0, "gain": 3.5}  # fmt: skip
     (key,) = [k for k in out if k.startswith("adv-time+tri") and "'detach_labelers': True" in k and "EMA" not in k
-              and "'pseudo_from': 'weights'" in k]  # fmt: skip
+              and "'pseudo_from': 'weights'" in k and "pseudo-mix" not in k]  # fmt: skip
     assert out[key]["seeds"] == [0, 1, 2] and out[key]["mean"] == 49.33 and out[key]["baseline_mean"] == 44.67 and out[key]["gain"] == 4.67
     (paper,) = [k for k in out if k.startswith("adv-time+tri") and "'detach_labelers': False" in k]
     assert out[paper]["event_f1"] == [30.0] and out[paper]["gain"] == -10.0
