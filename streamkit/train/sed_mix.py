@@ -6,8 +6,8 @@ batch, an unlabelled *real* clip on the synthetic one, wherever pseudo-labels of
 it asks: the real domain's false alarms are mostly of classes a clip does not hold at all (the
 distractor sounds, backgrounds; ``benchmarks/sed_gap_anatomy.py``), and its onsets sit in real
 rooms. A real clip whose pseudo-labels say it lacks class ``c`` gives, mixed with a strongly
-labelled synthetic clip, frame targets for ``c`` that hold *exactly* (the synthetic clip's), heard
-through the real clip's distractors and background. Classes the real clip may hold keep only what is
+labelled synthetic clip, frame targets for ``c`` that hold exactly (the synthetic clip's) wherever that
+pseudo-label is right, heard through the real clip's distractors and background. Classes the real clip may hold keep only what is
 known: the synthetic clip's events (on is on, whatever the other clip holds) and the real clip's own
 frame pseudo-labels; the rest is left unlabelled.
 
