@@ -334,10 +334,10 @@ def oracle_ceiling(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
     def key(r: dict[str, Any]) -> tuple[Any, ...]:  # a tri-training final stage's true labels: frame- or clip-level ones
         level = (r["training"].get("pseudo_level") or "frame") if "tri" in r["method"] else ""
-        return (r["method"], r["training"].get("steps"), _ema(r), level)
+        return (r["method"], r["training"].get("steps"), _ema(r), level, _mix(r))
 
     for recipe in sorted({key(r) for r in oracle}, key=str):
-        meth, steps, ema, level = recipe
+        meth, steps, ema, level, mix = recipe
         orc = [r for r in oracle if key(r) == recipe]
         base = [r for r in rows if _baseline_peer(r, steps, ema)]
         mo = _mean_f1(orc)
@@ -352,7 +352,8 @@ def oracle_ceiling(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 pb = _mean_f1([by_seed[sd] for sd in seeds])
                 ent.update({"seeds": seeds, "paired_baseline_event_f1": [by_seed[sd]["real"]["event_f1"] for sd in seeds],
                             "paired_baseline_mean": round(pb, 2), "paired_gain": round(mo - pb, 2)})  # fmt: skip
-        out[f"{meth} with {f'{level}-level ' if level else ''}oracle labels{'' if ema is None else f', EMA {ema:g}'}, {steps} steps"] = ent
+        mixed = "" if mix is None else f", pseudo-mix {mix[0]:g} (+-{mix[1]:g} dB)"
+        out[f"{meth} with {f'{level}-level ' if level else ''}oracle labels{mixed}{'' if ema is None else f', EMA {ema:g}'}, {steps} steps"] = ent
     return out
 
 

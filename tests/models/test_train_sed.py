@@ -1028,6 +1028,9 @@ def test_table1_seed_means_are_paired_by_seed():
     assert out[avg]["baseline_event_f1"] == [43.0, 49.0] and out[avg]["mean"] == 51.5 and out[avg]["gain"] == 5.5
     ceil = mod.oracle_ceiling(rows)
     assert list(ceil) == ["baseline with oracle labels, 4500 steps"]
+    mixed = mod.oracle_ceiling([*rows, row("baseline", 1, 70.0, oracle_labels=True, pseudo_mix={"probability": 1.0, "gain_db": 3.0})])
+    assert mixed["baseline with oracle labels, pseudo-mix 1 (+-3 dB), 4500 steps"]["oracle_event_f1"] == [70.0]
+    assert mixed["baseline with oracle labels, 4500 steps"]["oracle_event_f1"] == [60.0]  # (not pooled with the mixed one)
     c = ceil["baseline with oracle labels, 4500 steps"]
     assert c["baseline_event_f1"] == [40.0, 50.0, 44.0] and c["gain"] == round(60.0 - 134.0 / 3, 2)  # not the EMA baselines
     assert c["seeds"] == [0] and c["paired_baseline_event_f1"] == [40.0] and c["paired_gain"] == 20.0  # the same seed's baseline
