@@ -1480,6 +1480,14 @@ def test_pseudo_mix_in_training(corpus, tmp_path, monkeypatch):
         return real_loss(method, o, t, **kw)
 
     monkeypatch.setattr(sedmod, "sed_loss", spy)
+    mixed: list[tuple] = []
+    real_mix = sedmod.mix_features
+
+    def spy_mix(xs, xu, g):
+        mixed.append((np.array(xs), np.array(xu), np.array(g)))
+        return real_mix(xs, xu, g)
+
+    monkeypatch.setattr(sedmod, "mix_features", spy_mix)
     b = 2
     # from step 0 with the true labels of the real clips (--oracle-labels), every synthetic clip mixed
     res = train(corpus, tmp_path / "o" / "m.pt", _opts(method="adv-time", epochs=1, oracle_labels=True, pseudo_mix=1.0), cfg=_tiny(),
@@ -1494,6 +1502,9 @@ def test_pseudo_mix_in_training(corpus, tmp_path, monkeypatch):
         assert torch.equal(t.frame[:b], torch.from_numpy(f)) and torch.equal(t.frame_mask[:b], torch.from_numpy(fm))
         assert torch.equal(t.clip[:b], torch.from_numpy(c)) and torch.equal(t.clip_mask[:b], torch.from_numpy(cm))
         assert t.domain_mask.tolist() == [0.0] * b + [1.0] * (2 * b)
+        xs, xu, g = mixed[step]  # the synthetic clips of the step with the real clips of stream 3, at the drawn levels
+        assert np.array_equal(xs, data.S[i_s]) and np.array_equal(xu, data.U[i_m])
+        assert np.array_equal(g, sedmod.draw_mix(sedmod.mix_rng(0, step), b, 1.0, 6.0)[1].astype(g.dtype))
     card = json.loads((tmp_path / "o" / "m.json").read_text())["training"]
     assert card["pseudo_mix"]["probability"] == 1.0 and card["pseudo_mix"]["stage"] == "all"
     # a tri-training branch: mixing only in the final stage; the labelers' targets leave the mixtures out
