@@ -212,6 +212,11 @@ def _mix(row: dict[str, Any]) -> tuple[float, float] | None:
     return (float(m["probability"]), float(m["gain_db"])) if m else None
 
 
+def _mix_tag(mix: tuple[float, float] | None) -> str:
+    """A recipe name's suffix for :func:`_mix` (empty without mixing)."""
+    return "" if mix is None else f", pseudo-mix {mix[0]:g} (+-{mix[1]:g} dB)"
+
+
 def _teacher(row: dict[str, Any]) -> tuple[Any, ...] | None:
     """The teacher a row's model learnt its real clips' labels from (``--teacher``: the teacher's method and seed from its
     card, the label level and thresholds, the teacher file's digest; None: no teacher)."""
@@ -292,8 +297,7 @@ def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
         if teacher is not None:  # (self-training: the teacher's own training is a run before this one's steps)
             who = f"{teacher[0]} seed {teacher[1]}" if teacher[0] is not None else "a model without its card"
             name += f", student of {who} ({teacher[2]} labels, P {teacher[3]:g}, N {teacher[4]:g}, {teacher[5]})"
-        if mix is not None:
-            name += f", pseudo-mix {mix[0]:g} (+-{mix[1]:g} dB)"
+        name += _mix_tag(mix)
         ent = {"seeds": seeds, "event_f1": [r["real"]["event_f1"] for r in rs], "mean": round(m, 2),
                "baseline_event_f1": [base[sd]["real"]["event_f1"] for sd in seeds], "baseline_mean": round(mb, 2), "gain": round(m - mb, 2)}  # fmt: skip
         pb = baselines(steps, ema, 0.0)  # with augmentation: also against the plain baselines
@@ -352,8 +356,7 @@ def oracle_ceiling(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 pb = _mean_f1([by_seed[sd] for sd in seeds])
                 ent.update({"seeds": seeds, "paired_baseline_event_f1": [by_seed[sd]["real"]["event_f1"] for sd in seeds],
                             "paired_baseline_mean": round(pb, 2), "paired_gain": round(mo - pb, 2)})  # fmt: skip
-        mixed = "" if mix is None else f", pseudo-mix {mix[0]:g} (+-{mix[1]:g} dB)"
-        out[f"{meth} with {f'{level}-level ' if level else ''}oracle labels{mixed}{'' if ema is None else f', EMA {ema:g}'}, {steps} steps"] = ent
+        out[f"{meth} with {f'{level}-level ' if level else ''}oracle labels{_mix_tag(mix)}{'' if ema is None else f', EMA {ema:g}'}, {steps} steps"] = ent
     return out
 
 

@@ -1019,7 +1019,7 @@ def train(
                 if which.any():
                     sel = np.flatnonzero(which)
                     i_m = _stream(opts.seed, 3, data.U.shape[0], step * b, b)[sel]
-                    xs = np.array(parts_x[0], dtype=np.float32)
+                    xs = parts_x[0].astype(np.float32)  # (the features are cached as float16: mix at float32)
                     xs[sel] = mix_features(xs[sel], data.U[i_m], gain[sel])
                     parts_x[0] = xs
                     mt = mix_targets(data.s_frame[i_s[sel]], data.s_clip[i_s[sel]], pl["u_frame"][i_m], pl["u_clip"][i_m])

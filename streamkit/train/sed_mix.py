@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["mix_features", "mix_targets", "mix_rng", "draw_mix"]
+from streamkit.train.sed_augment import _DB_TO_LN
 
-_DB_TO_LN = np.log(10.0) / 10.0
+__all__ = ["mix_features", "mix_targets", "mix_rng", "draw_mix"]
 
 
 def mix_rng(seed: int, step: int) -> np.random.Generator:
