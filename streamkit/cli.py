@@ -256,7 +256,8 @@ def _asr_options(a: argparse.Namespace) -> dict[str, Any]:
     return {} if lex is None else {"lexicon": lex, "word_penalty": DEFAULT_WORD_PENALTY, "beam": DEFAULT_LEXICON_BEAM}
 
 
-def cmd_mic(a: argparse.Namespace) -> int:
+def build_mic_graph(a: argparse.Namespace) -> Graph:
+    """The graph of ``streamkit mic`` from its parsed arguments (microphone -> 8 kHz level meter -> detectors)."""
     g = Graph("mic")
     src = g.add(_registry_block("io.mic", device=a.device, rate=a.rate, channels=1), name="mic")
     rs = g.add(_registry_block("dsp.resample", to_hz=8000), name="rs")
@@ -277,12 +278,17 @@ def cmd_mic(a: argparse.Namespace) -> int:
         g.connect(gate, g.add(_registry_block("models.rnnt_asr", model=str(_asr_weights()), tau_frames=30, s_th=0.5, lid_select="auto", lid_score="auto", pre_roll_s=0.1,
                                               **_asr_options(a)), name="asr"))  # fmt: skip
     if getattr(a, "sed", False):
-        from streamkit.monitor import _sed_weights
+        from streamkit.monitor import LIVE_SED, _sed_weights
 
         _sed_weights()
         rs16 = g.add(_registry_block("dsp.resample", to_hz=16000), name="rs16")
         g.connect(src, rs16)
-        g.connect(rs16, g.add(_registry_block("models.sed"), name="sed"))
+        g.connect(rs16, g.add(_registry_block("models.sed", **LIVE_SED), name="sed"))
+    return g
+
+
+def cmd_mic(a: argparse.Namespace) -> int:
+    g = build_mic_graph(a)
     _add_event_outputs(g, a.events, console=True)
     _run_graph(g, RealTime(), a.duration, a.chunk_ms)
     return 0
@@ -399,7 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--sad", choices=SAD_CHOICES, default="energy", help=SAD_HELP)
     m.add_argument("--asr", action="store_true", help="also transcribe: statistical SAD (dsp.speech_gate) -> multilingual streaming RNN-T (models.rnnt_asr)")
     m.add_argument("--asr-lexicon", default=None, metavar="SPEC", help=ASR_LEXICON_HELP)
-    m.add_argument("--sed", action="store_true", help="also detect sound events (models.sed, 10 s windows every 1 s, at 16 kHz)")
+    m.add_argument("--sed", action="store_true", help="also detect sound events (models.sed, 10 s windows every 1 s, at 16 kHz; the tuned thresholds, no clip gates)")
     m.add_argument("--quiet", action="store_true", help="no live view; print a one-line summary per station")
     m.set_defaults(func=cmd_monitor)
 
@@ -456,7 +462,7 @@ def build_parser() -> argparse.ArgumentParser:
     mic.add_argument("--sad", choices=SAD_CHOICES, default="energy", help=SAD_HELP)
     mic.add_argument("--asr", action="store_true", help="also transcribe (statistical SAD -> multilingual streaming RNN-T)")
     mic.add_argument("--asr-lexicon", default=None, metavar="SPEC", help=ASR_LEXICON_HELP)
-    mic.add_argument("--sed", action="store_true", help="also detect sound events (models.sed at 16 kHz)")
+    mic.add_argument("--sed", action="store_true", help="also detect sound events (models.sed at 16 kHz; the tuned thresholds, no clip gates)")
     mic.set_defaults(func=cmd_mic)
 
     r = sub.add_parser("run", help="run a graph file (YAML/JSON)", description="Run a graph file.")

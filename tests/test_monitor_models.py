@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 import streamkit.models
@@ -95,3 +96,32 @@ def test_monitor_asr_lexicon_keeps_the_words_in_the_lists(tmp_path, monkeypatch)
     assert finals and any(d["words"] for d in finals)
     for d in finals:
         assert all(w["text"] in lists[d["lang"]] for w in d["words"]), d
+
+
+def test_live_sed_runs_without_the_files_clip_gates(tmp_path, monkeypatch):
+    """monitor --sed and mic --sed run the weight file's tuned thresholds and windows but not its clip gates
+    (a live stream is not cut into the 10 s clips the gates were fitted on); models.sed alone keeps them."""
+    from pathlib import Path
+
+    import torch
+
+    from streamkit.cli import build_mic_graph, build_parser
+    from streamkit.core.registry import lookup
+    from streamkit.models.sed_crnn import SedModel, save_model
+    from tests.models.test_sed_stream import tiny_cfg
+
+    torch.manual_seed(0)
+    cfg = tiny_cfg()
+    tuned = {"median_s": dict.fromkeys(cfg.classes, 0.2), "threshold": dict.fromkeys(cfg.classes, 0.4),
+             "clip_gate": dict.fromkeys(cfg.classes, 0.7)}  # fmt: skip
+    w = save_model(tmp_path / "sed.pt", SedModel(cfg).eval(), meta={"post_tuned": tuned})
+    monkeypatch.setattr(streamkit.models, "SED_WEIGHTS", Path(w), raising=False)
+    alone = lookup("models.sed")()
+    alone._prepare()
+    assert alone.post_used == "tuned" and set(alone.clip_gates_used.values()) == {0.7}
+    live = build_station_graph({"host": "127.0.0.1", "port": 1, "freq_khz": 7100, "mode": "lsb"}, detectors=("sed",)).blocks["sed"]
+    mic = build_mic_graph(build_parser().parse_args(["mic", "--sed"])).blocks["sed"]
+    for b in (live, mic):
+        b._prepare()
+        assert b.post_used == "tuned" and set(b.clip_gates_used.values()) == {0.0}
+        np.testing.assert_array_equal(b._eng.high, alone._eng.high)
