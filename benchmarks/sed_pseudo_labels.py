@@ -33,6 +33,12 @@ labels by the same rule, or the tags when gated).
 ``--model MODEL.pt`` (instead of ``--ckpt``) scores a finished model's final classifier Ft as the labeler in
 both roles (F1 = F2 = Ft): what ``streamkit train sed --teacher MODEL.pt`` labels the clips with.
 
+``--tta-shifts 0,-4,4`` scores labels made with test-time augmentation (not used by the trainer): each
+labeler's frame and clip probabilities are the mean (``--tta-reduce mean``) or the largest (``max``) over
+the clips shifted by those mel bins (:func:`streamkit.train.sed_augment.mel_shift`, the augmentation's
+shift). The wide corpus shifts every real source's frequencies by 0.7-1.4x, 14-17 bins at the ends of that
+range, beyond ``--augment``'s 8. ``--clips N`` scores the subset's first N clips only.
+
 Writes ``benchmarks/results/sed_pseudo_labels.json`` (``--out``); no absolute paths.
 """
 
@@ -57,6 +63,7 @@ import torch  # noqa: E402
 from streamkit.cli import machine_info  # noqa: E402
 from streamkit.models.sed_crnn import SedConfig, SedModel, events_to_frames  # noqa: E402
 from streamkit.train.sed import SedCorpus, hysteresis_mask, positive_frames, predict_frames, score_probs  # noqa: E402
+from streamkit.train.sed_augment import mel_shift  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 RULES = ((0.5, 0.5), (0.5, 0.1), (0.5, 0.05), (0.4, 0.2), (0.3, 0.3), (0.3, 0.1), (0.2, 0.1))
@@ -117,12 +124,30 @@ def clip_rule_stats(c1: np.ndarray, c2: np.ndarray, tags: np.ndarray, pos: float
 
 
 @torch.no_grad()
-def predict_clips(model: SedModel, feats: np.ndarray, head: str, batch: int = 32) -> np.ndarray:
-    """(N, K) clip probabilities of one head (eval mode)."""
+def labeler_probs(model: SedModel, feats: np.ndarray, heads: tuple[str, str], shifts: tuple[int, ...] = (0,), reduce: str = "mean",
+                  batch: int = 32) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """Frame (N, T', K) and clip (N, K) probabilities of the two labelers ``heads``: ``(p1, p2, c1, c2)`` (eval mode;
+    one forward pass per batch and shift for both heads). Over several mel ``shifts``, their mean or max (``reduce``)."""
+    if reduce not in ("mean", "max") or not shifts:
+        raise ValueError(f"reduce must be 'mean' or 'max' over at least one shift, got {reduce!r} over {shifts!r}")
     model.eval()
-    out = [model(torch.from_numpy(np.asarray(feats[i : i + batch], dtype=np.float32)), heads=(head,))[head]["clip"].numpy()
-           for i in range(0, feats.shape[0], batch)]  # fmt: skip
-    return np.concatenate(out)
+    names = tuple(dict.fromkeys(heads))
+    acc: list[np.ndarray] | None = None
+    for k in shifts:
+        parts: list[list[np.ndarray]] = [[], [], [], []]
+        for i in range(0, feats.shape[0], batch):
+            x = np.asarray(feats[i : i + batch], dtype=np.float32)
+            o = model(torch.from_numpy(mel_shift(x, k) if k else x), heads=names)
+            for j, (h, kind) in enumerate(((heads[0], "frame"), (heads[1], "frame"), (heads[0], "clip"), (heads[1], "clip"))):
+                parts[j].append(o[h][kind].numpy())
+        got = [np.concatenate(p) for p in parts]
+        if acc is None:
+            acc = got
+        else:
+            acc = [a + g if reduce == "mean" else np.maximum(a, g) for a, g in zip(acc, got)]
+    assert acc is not None
+    p1, p2, c1, c2 = (a / len(shifts) if reduce == "mean" else a for a in acc)
+    return p1, p2, c1, c2
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,8 +160,18 @@ def main(argv: list[str] | None = None) -> int:
                     help="the labelers of the weights (default) or of the checkpoint's moving average (--ema runs)")
     ap.add_argument("--subset", choices=SUBSETS, default="validation",
                     help="validation (default, its strong labels) or the clips labelled in training, scored against the generator's truth")
+    ap.add_argument("--tta-shifts", default="0", metavar="K,K,...",
+                    help="test-time augmentation: the labelers' probabilities over these mel-bin shifts (default 0: none)")
+    ap.add_argument("--tta-reduce", choices=("mean", "max"), default="mean", help="how the shifts' probabilities combine (default mean)")
+    ap.add_argument("--clips", type=int, default=None, metavar="N", help="score the subset's first N clips only")
     ap.add_argument("--out", type=Path, default=RESULTS / "sed_pseudo_labels.json")
     a = ap.parse_args(argv)
+    try:
+        a.tta_shifts = tuple(int(k) for k in a.tta_shifts.split(","))
+    except ValueError:
+        ap.error(f"--tta-shifts takes whole mel-bin shifts separated by commas, got {a.tta_shifts!r}")
+    if a.clips is not None and a.clips < 1:
+        ap.error(f"--clips must be >= 1, got {a.clips}")
     torch.set_num_threads(1)
     if a.model is not None:
         return _main_model(a)
@@ -189,10 +224,9 @@ def _report(a: argparse.Namespace, model: SedModel, heads: tuple[str, str], info
     corpus = SedCorpus(a.corpus)
     corpus.require(a.subset)
     sub = a.subset
-    files = corpus.files[sub]
-    feats = corpus.features(sub, cfg, progress=False)
-    p1 = predict_frames(model, feats, head=heads[0])
-    p2 = p1 if heads[1] == heads[0] else predict_frames(model, feats, head=heads[1])
+    files = corpus.files[sub][: a.clips]
+    feats = corpus.features(sub, cfg, progress=False)[: len(files)]
+    p1, p2, c1, c2 = labeler_probs(model, feats, heads, a.tta_shifts, a.tta_reduce)
     t_out = p1.shape[1]
     if sub == "validation":
         events = {f: [(e.event_label, e.onset, e.offset) for e in corpus.strong[sub][f]] for f in files}
@@ -200,8 +234,6 @@ def _report(a: argparse.Namespace, model: SedModel, heads: tuple[str, str], info
         events = corpus.generator_truth(sub)
     y = np.stack([events_to_frames(events.get(f, []), t_out, cfg).numpy() for f in files]).astype(bool)
     tags = y.any(axis=1)
-    c1 = predict_clips(model, feats, heads[0])
-    c2 = c1 if heads[1] == heads[0] else predict_clips(model, feats, heads[1])
     clip_rows = [{"threshold": pos, "negative": neg, **clip_rule_stats(c1, c2, tags, pos, neg)} for pos, neg in RULES]
     heads_f1 = {}
     if sub == "validation":  # (only the validation clips have strong labels in the DCASE format to score with)
@@ -218,7 +250,8 @@ def _report(a: argparse.Namespace, model: SedModel, heads: tuple[str, str], info
         for pos, neg, low in HYSTERESIS_RULES:
             positive_rows.append({"gated": gated, "threshold": pos, "negative": neg, "hysteresis_low": low,
                                   **positive_rule_stats(p1, p2, c1, c2, y, pos, neg, gated, low=low)})  # fmt: skip
-    print(f"\npseudo-labels of {who} on {len(files)} {sub} clips; "
+    tta = "" if a.tta_shifts == (0,) else f" ({a.tta_reduce} over mel shifts {', '.join(map(str, a.tta_shifts))})"
+    print(f"\npseudo-labels of {who}{tta} on {len(files)} {sub} clips; "
           f"true event frames {y.mean() * 100:.2f} % of frames x classes\n")  # fmt: skip
     print("| rule (positive > P, negative < N) | gated | positive % | precision | recall | events → negative | labelled % |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
@@ -256,6 +289,7 @@ def _report(a: argparse.Namespace, model: SedModel, heads: tuple[str, str], info
         "subset": sub,
         "truth": "strong labels" if sub == "validation" else "the generator's truth (meta.json; analysis only)",
         "clips": len(files),
+        "tta": {"shifts": list(a.tta_shifts), "reduce": a.tta_reduce},  # the labelers' test-time augmentation (shifts [0]: none)
         "true_event_share": round(float(y.mean()), 4),
         "classes": list(cfg.classes),
         "rows": rows,
@@ -266,7 +300,8 @@ def _report(a: argparse.Namespace, model: SedModel, heads: tuple[str, str], info
         "detach_labelers": detached,
         "labeler_hidden": cfg.labeler_hidden,  # F1/F2's own hidden layer (None: as Ft's)
         "machine": machine_info(),
-        "command": command,
+        "command": command + ("" if a.tta_shifts == (0,) else f" --tta-shifts {','.join(map(str, a.tta_shifts))} --tta-reduce {a.tta_reduce}")
+        + ("" if a.clips is None else f" --clips {a.clips}"),
     }
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")

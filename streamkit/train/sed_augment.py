@@ -50,7 +50,7 @@ class MelAugment:
             k = int(rng.integers(-self.shift, self.shift + 1)) if self.shift else 0
             xi = np.asarray(x[i], np.float32)
             if k:
-                xi = xi[:, np.clip(bins - k, 0, m - 1)]  # up by k: bin j takes bin j - k, the edge repeated
+                xi = mel_shift(xi, k)
             db = np.zeros(m, np.float64)
             if self.filter_db:
                 n = int(rng.integers(2, 6))
@@ -60,6 +60,13 @@ class MelAugment:
                 db += rng.uniform(-self.gain_db, self.gain_db)
             out[i] = xi + (db * _DB_TO_LN).astype(np.float32)
         return out
+
+
+def mel_shift(x: np.ndarray, k: int) -> np.ndarray:
+    """Features (``(..., n_mels)``, mel bins last) moved up by ``k`` mel bins (down when negative): bin j takes
+    bin j - k, the edge bin repeated into the gap (the augmentation's shift; a copy, also for ``k`` 0)."""
+    m = x.shape[-1]
+    return x[..., np.clip(np.arange(m) - int(k), 0, m - 1)]
 
 
 def batch_rng(seed: int, step: int) -> np.random.Generator:

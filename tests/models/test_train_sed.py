@@ -789,6 +789,29 @@ def test_pseudo_label_benchmark(corpus, tmp_path, capsys):
     assert r["recall"] == round(float(((pt > 0.5) & y).sum() / max(int(y.sum()), 1)), 4)
     assert bench.main(["--corpus", str(corpus), "--model", str(tmp_path / "b.pt"), "--out", str(out)]) == 0
     assert set(json.loads(out.read_text())["validation_f1_per_head"]) == {"ft"}
+    # test-time augmentation of the labelers: the mean (max) of each head's probabilities over shifted clips
+    from streamkit.train.sed_augment import mel_shift
+
+    feats = c.features("unlabelled", model.cfg, progress=False)
+    p1, p2, c1, _c2 = bench.labeler_probs(model, feats, ("ft", "ft"))
+    assert np.array_equal(p1, pt) and np.array_equal(p2, pt)
+    shifted = predict_frames(model, mel_shift(np.asarray(feats, np.float32), -3), head="ft")
+    m1, _, mc1, _ = bench.labeler_probs(model, feats, ("ft", "ft"), shifts=(0, -3))
+    x1, _, xc1, _ = bench.labeler_probs(model, feats, ("ft", "ft"), shifts=(0, -3), reduce="max")
+    np.testing.assert_allclose(m1, (pt + shifted) / 2, rtol=1e-6, atol=1e-7)
+    assert np.array_equal(x1, np.maximum(pt, shifted)) and (xc1 >= mc1).all() and (mc1 != c1).any()
+    with pytest.raises(ValueError, match="mean' or 'max"):
+        bench.labeler_probs(model, feats, ("ft", "ft"), shifts=())
+    assert bench.main(["--corpus", str(corpus), "--model", str(tmp_path / "b.pt"), "--out", str(out), "--subset", "unlabelled",
+                       "--tta-shifts", "0,-3", "--tta-reduce", "max", "--clips", "3"]) == 0  # fmt: skip
+    res = json.loads(out.read_text())
+    assert res["clips"] == 3 and res["tta"] == {"shifts": [0, -3], "reduce": "max"} and res["command"].endswith("--tta-reduce max --clips 3")
+    y3, x3 = y[:3], x1[:3]
+    (r,) = [r for r in res["rows"] if not r["gated"] and r["threshold"] == 0.5 and r["negative"] == 0.05]
+    assert r["recall"] == round(float(((x3 > 0.5) & y3).sum() / max(int(y3.sum()), 1)), 4)
+    for bad in (["--tta-shifts", "0,a"], ["--clips", "0"]):
+        with pytest.raises(SystemExit):
+            bench.main(["--corpus", str(corpus), "--model", str(tmp_path / "b.pt"), "--out", str(out), *bad])
     (tmp_path / "bad.pt").write_bytes(b"junk")
     with pytest.raises(SystemExit, match="corrupt"):
         bench.main(["--corpus", str(corpus), "--model", str(tmp_path / "bad.pt"), "--out", str(out)])
@@ -1315,6 +1338,12 @@ def test_mel_augment_hand_cases():
         MelAugment(shift=-1)
     with pytest.raises(ValueError, match="batch, frames"):
         shift_only(x[0], batch_rng(0, 0))
+    from streamkit.train.sed_augment import mel_shift
+
+    v = np.arange(5.0)  # the shift alone, on any leading axes: up by 2, down by 1, none
+    assert mel_shift(v, 2).tolist() == [0, 0, 0, 1, 2] and mel_shift(v[None, None], -1).tolist() == [[[1, 2, 3, 4, 4]]]
+    z = mel_shift(v, 0)
+    assert z.tolist() == v.tolist() and z is not v
 
 
 def test_augment_is_part_of_the_run(corpus, tmp_path):
