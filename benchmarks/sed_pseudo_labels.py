@@ -37,7 +37,8 @@ both roles (F1 = F2 = Ft): what ``streamkit train sed --teacher MODEL.pt`` label
 labeler's frame and clip probabilities are the mean (``--tta-reduce mean``) or the largest (``max``) over
 the clips shifted by those mel bins (:func:`streamkit.train.sed_augment.mel_shift`, the augmentation's
 shift). The wide corpus shifts every real source's frequencies by 0.7-1.4x, 14-17 bins at the ends of that
-range, beyond ``--augment``'s 8. ``--clips N`` scores the subset's first N clips only.
+range, beyond ``--augment``'s 8; on validation the per-head F1 of F1 and F2 then scores their augmented
+probabilities (Ft's stays plain). ``--clips N`` scores the subset's first N clips only.
 
 Writes ``benchmarks/results/sed_pseudo_labels.json`` (``--out``); no absolute paths.
 """
