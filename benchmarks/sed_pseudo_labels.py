@@ -132,22 +132,21 @@ def labeler_probs(model: SedModel, feats: np.ndarray, heads: tuple[str, str], sh
     if reduce not in ("mean", "max") or not shifts:
         raise ValueError(f"reduce must be 'mean' or 'max' over at least one shift, got {reduce!r} over {shifts!r}")
     model.eval()
-    names = tuple(dict.fromkeys(heads))
-    acc: list[np.ndarray] | None = None
+    names = tuple(dict.fromkeys(heads))  # (F1 = F2 = Ft for a finished model: computed once)
+    acc: dict[tuple[str, str], np.ndarray] = {}
     for k in shifts:
-        parts: list[list[np.ndarray]] = [[], [], [], []]
+        parts: dict[tuple[str, str], list[np.ndarray]] = {(h, kind): [] for h in names for kind in ("frame", "clip")}
         for i in range(0, feats.shape[0], batch):
             x = np.asarray(feats[i : i + batch], dtype=np.float32)
             o = model(torch.from_numpy(mel_shift(x, k) if k else x), heads=names)
-            for j, (h, kind) in enumerate(((heads[0], "frame"), (heads[1], "frame"), (heads[0], "clip"), (heads[1], "clip"))):
-                parts[j].append(o[h][kind].numpy())
-        got = [np.concatenate(p) for p in parts]
-        if acc is None:
-            acc = got
-        else:
-            acc = [a + g if reduce == "mean" else np.maximum(a, g) for a, g in zip(acc, got)]
-    assert acc is not None
-    p1, p2, c1, c2 = (a / len(shifts) if reduce == "mean" else a for a in acc)
+            for h, kind in parts:
+                parts[(h, kind)].append(o[h][kind].numpy())
+        for key, p in parts.items():
+            got = np.concatenate(p)
+            acc[key] = got if key not in acc else (acc[key] + got if reduce == "mean" else np.maximum(acc[key], got))
+    if reduce == "mean":
+        acc = {key: a / len(shifts) for key, a in acc.items()}
+    p1, p2, c1, c2 = (acc[(h, kind)] for kind in ("frame", "clip") for h in heads)
     return p1, p2, c1, c2
 
 

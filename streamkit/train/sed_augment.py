@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-_DB_TO_LN = np.log(10.0) / 10.0  # a power gain of 1 dB in natural-log energy units
+DB_TO_LN = np.log(10.0) / 10.0  # a power gain of 1 dB in natural-log energy units
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class MelAugment:
                 db += np.interp(bins, pts, rng.uniform(-self.filter_db, self.filter_db, n))
             if self.gain_db:
                 db += rng.uniform(-self.gain_db, self.gain_db)
-            out[i] = xi + (db * _DB_TO_LN).astype(np.float32)
+            out[i] = xi + (db * DB_TO_LN).astype(np.float32)
         return out
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from streamkit.train.sed_augment import _DB_TO_LN
+from streamkit.train.sed_augment import DB_TO_LN
 
 __all__ = ["mix_features", "mix_targets", "mix_rng", "draw_mix"]
 
@@ -39,7 +39,7 @@ def draw_mix(rng: np.random.Generator, n: int, prob: float, gain_db: float) -> t
     if gain_db < 0:
         raise ValueError(f"mixing gain range must be >= 0 dB, got {gain_db}")
     which = rng.random(n) < prob
-    gain = rng.uniform(-gain_db, gain_db, n) * _DB_TO_LN
+    gain = rng.uniform(-gain_db, gain_db, n) * DB_TO_LN
     return which, gain
 
 
