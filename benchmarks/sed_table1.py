@@ -105,7 +105,7 @@ def domain_probs(model: Any, corpus: Any, card: dict[str, Any]) -> dict[str, tup
     hold = int(card.get("training", {}).get("synthetic_holdout", 200))
     syn = corpus.files["synthetic"]
     sets = {"real": ("eval", corpus.files["eval"], slice(None)), "synthetic": ("synthetic", syn[len(syn) - hold :], slice(len(syn) - hold, None))}
-    return {dom: (sub, files, predict_frames(model, corpus.features(sub, model.cfg, progress=False)[sl])) for dom, (sub, files, sl) in sets.items()}
+    return {dom: (sub, files, predict_frames(model, corpus.features(sub, model.cfg, progress=False)[sl], synthetic=dom == "synthetic")) for dom, (sub, files, sl) in sets.items()}
 
 
 def evaluate_model(method: str, path: Path, corpus: Any, *, median_s: float | None, threshold: float | None, psds: bool) -> dict[str, Any]:

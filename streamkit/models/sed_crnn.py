@@ -133,6 +133,11 @@ class SedConfig:
     labeler_hidden: int | None = None
     domain_hidden: int = 64
     grl_scale: float = 1.0  #: alpha of paper eq. 5
+    #: domain-specific batch norm (Chang et al., CVPR 2019): every CNN block keeps a second batch norm
+    #: for the synthetic domain (``bn_syn``); in training the synthetic rows of a batch pass through it
+    #: and the real rows through ``bn``, and inference runs ``bn`` (every input of a deployed detector
+    #: is a recording). False in every model and checkpoint from before it (``to_dict`` leaves it out then)
+    domain_bn: bool = False
     # front end (see log_mel)
     rate: int = 16000
     n_fft: int = 2048
@@ -196,6 +201,8 @@ class SedConfig:
             del d["labeler_hidden"]
         if not d["fast_dropout"]:  # likewise
             del d["fast_dropout"]
+        if not d["domain_bn"]:  # likewise
+            del d["domain_bn"]
         return d
 
     @classmethod
@@ -344,15 +351,23 @@ def _dropout(cfg: SedConfig, p: float) -> nn.Module:
 
 
 class _ConvBlock(nn.Module):
-    def __init__(self, c_in: int, c_out: int, kernel: int, pool: tuple[int, int], dropout: nn.Module) -> None:
+    def __init__(self, c_in: int, c_out: int, kernel: int, pool: tuple[int, int], dropout: nn.Module, domain_bn: bool = False) -> None:
         super().__init__()
         self.conv = nn.Conv2d(c_in, 2 * c_out, kernel, padding=kernel // 2)
         self.bn = nn.BatchNorm2d(2 * c_out)
+        self.bn_syn = nn.BatchNorm2d(2 * c_out) if domain_bn else None
         self.drop = dropout
         self.pool = pool
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, C, T, F)
-        x = self.drop(F.glu(self.bn(self.conv(x)), dim=1))
+    def _norm(self, h: torch.Tensor, synthetic_rows: int) -> torch.Tensor:
+        if self.bn_syn is None or synthetic_rows <= 0:
+            return self.bn(h)
+        if synthetic_rows >= h.shape[0]:
+            return self.bn_syn(h)
+        return torch.cat([self.bn_syn(h[:synthetic_rows]), self.bn(h[synthetic_rows:])])
+
+    def forward(self, x: torch.Tensor, synthetic_rows: int = 0) -> torch.Tensor:  # (B, C, T, F)
+        x = self.drop(F.glu(self._norm(self.conv(x), synthetic_rows), dim=1))
         if self.pool != (1, 1):
             x = F.avg_pool2d(x, self.pool)
         return x
@@ -368,7 +383,7 @@ class FeatureExtractor(nn.Module):
         self.register_buffer("feat_std", torch.ones(cfg.n_mels))
         blocks, c_in = [], 1
         for c, pt, pf in zip(cfg.channels, cfg.pool_time, cfg.pool_freq):
-            blocks.append(_ConvBlock(c_in, c, cfg.kernel, (pt, pf), _dropout(cfg, cfg.dropout)))
+            blocks.append(_ConvBlock(c_in, c, cfg.kernel, (pt, pf), _dropout(cfg, cfg.dropout), cfg.domain_bn))
             c_in = c
         self.cnn = nn.Sequential(*blocks)
         self.rnn = nn.GRU(
@@ -385,13 +400,18 @@ class FeatureExtractor(nn.Module):
         self.feat_mean.copy_(torch.as_tensor(mean, dtype=self.feat_mean.dtype))
         self.feat_std.copy_(torch.as_tensor(std, dtype=self.feat_std.dtype).clamp_min(1e-5))
 
-    def frontend(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, T, n_mels) log-mel -> (B, T // time_pool, cnn_dim) CNN output per output frame."""
+    def frontend(self, x: torch.Tensor, synthetic_rows: int = 0) -> torch.Tensor:
+        """(B, T, n_mels) log-mel -> (B, T // time_pool, cnn_dim) CNN output per output frame.
+
+        ``synthetic_rows``: the first rows of the batch are synthetic-domain clips (used with
+        ``cfg.domain_bn`` only: they pass through the synthetic batch norms)."""
         if x.dim() != 3 or x.shape[-1] != self.cfg.n_mels:
             raise ValueError(f"expected (batch, frames, {self.cfg.n_mels}) features, got {tuple(x.shape)}")
         if x.shape[1] < self.cfg.time_pool:
             raise ValueError(f"need at least {self.cfg.time_pool} frames, got {x.shape[1]}")
-        h = self.cnn(((x - self.feat_mean) / self.feat_std).unsqueeze(1))  # (B, C, T', F')
+        h = ((x - self.feat_mean) / self.feat_std).unsqueeze(1)
+        for block in self.cnn:
+            h = block(h, synthetic_rows)  # (B, C, T', F') at the end
         b, c, t, f = h.shape
         return h.permute(0, 2, 1, 3).reshape(b, t, c * f)
 
@@ -399,8 +419,8 @@ class FeatureExtractor(nn.Module):
         """(B, T', cnn_dim) -> (B, T', feat_dim) GRU output."""
         return self.rnn(feats)[0]
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.backend(self.frontend(x))
+    def forward(self, x: torch.Tensor, synthetic_rows: int = 0) -> torch.Tensor:
+        return self.backend(self.frontend(x, synthetic_rows))
 
 
 class Labeler(nn.Module):
@@ -478,9 +498,10 @@ class SedModel(nn.Module):
         self.ft = Labeler(self.cfg)
         self.D = DomainClassifier(self.cfg)
 
-    def frontend(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, T, n_mels) log-mel -> (B, T', cnn_dim) CNN output (cacheable per output frame in eval mode)."""
-        return self.F.frontend(x)
+    def frontend(self, x: torch.Tensor, synthetic_rows: int = 0) -> torch.Tensor:
+        """(B, T, n_mels) log-mel -> (B, T', cnn_dim) CNN output (cacheable per output frame in eval mode);
+        ``synthetic_rows`` as :meth:`FeatureExtractor.frontend`."""
+        return self.F.frontend(x, synthetic_rows)
 
     def backend(
         self, feats: torch.Tensor, heads: Sequence[str] = ("ft",), domain: str | None = None, *, detach_labelers: bool = False
@@ -504,9 +525,10 @@ class SedModel(nn.Module):
         return out
 
     def forward(
-        self, x: torch.Tensor, heads: Sequence[str] = ("ft",), domain: str | None = None, *, detach_labelers: bool = False
+        self, x: torch.Tensor, heads: Sequence[str] = ("ft",), domain: str | None = None, *, detach_labelers: bool = False,
+        synthetic_rows: int = 0,
     ) -> dict[str, Any]:
-        return self.backend(self.frontend(x), heads, domain, detach_labelers=detach_labelers)
+        return self.backend(self.frontend(x, synthetic_rows), heads, domain, detach_labelers=detach_labelers)
 
     @torch.no_grad()
     def detect(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -453,21 +453,26 @@ def _grl(schedule: str, alpha: float, progress: float) -> float:
 
 
 @torch.no_grad()
-def predict_frames(model: SedModel, feats: np.ndarray, batch: int = 32, head: str = "ft") -> np.ndarray:
+def predict_frames(model: SedModel, feats: np.ndarray, batch: int = 32, head: str = "ft", *, synthetic: bool = False) -> np.ndarray:
     """(N, T', K) frame probabilities of one head (eval mode) for (N, T, n_mels) features."""
-    return predict_frames_and_clips(model, feats, batch, head)[0]
+    return predict_frames_and_clips(model, feats, batch, head, synthetic=synthetic)[0]
 
 
 @torch.no_grad()
-def predict_frames_and_clips(model: SedModel, feats: np.ndarray, batch: int = 32, head: str = "ft") -> tuple[np.ndarray, np.ndarray]:
-    """(N, T', K) frame and (N, K) clip-level (attention-pooled) probabilities of one head (eval mode)."""
+def predict_frames_and_clips(
+    model: SedModel, feats: np.ndarray, batch: int = 32, head: str = "ft", *, synthetic: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """(N, T', K) frame and (N, K) clip-level (attention-pooled) probabilities of one head (eval mode).
+
+    ``synthetic``: the clips are of the synthetic domain (a model with domain-specific batch norm,
+    ``cfg.domain_bn``, then runs its synthetic batch norms; no effect on other models)."""
     was = model.training
     model.eval()
     frames, clips = [], []
     try:
         for i in range(0, feats.shape[0], batch):
             x = torch.from_numpy(np.asarray(feats[i : i + batch], dtype=np.float32))
-            o = model(x, heads=(head,))[head]
+            o = model(x, heads=(head,), synthetic_rows=x.shape[0] if synthetic else 0)[head]
             frames.append(o["frame"].numpy())
             clips.append(o["clip"].numpy())
     finally:
@@ -1046,13 +1051,15 @@ def train(
             if lab:
                 t_lab = SedTargets(frame=torch.cat(lab_frame), frame_mask=torch.cat(lab_fmask), clip=torch.cat(lab_clip),
                                    clip_mask=torch.cat(lab_cmask), domain=t.domain)  # fmt: skip
-            o = model(x, heads=heads_for(opts.method, stage, relabel=lab), domain=adv, detach_labelers=opts.detach_labelers)
+            syn_rows = b if cfg.domain_bn else 0  # (the batch's first b rows are the synthetic clips)
+            o = model(x, heads=heads_for(opts.method, stage, relabel=lab), domain=adv, detach_labelers=opts.detach_labelers,
+                      synthetic_rows=syn_rows)  # fmt: skip
             parts = sed_loss(opts.method, o, t, model=model, stage=stage, labeler_targets=t_lab)
             if cons:
                 w_c = opts.consistency * consistency_ramp(step - (switch_step or 0), opts.consistency_rampup * steps_per_epoch)
                 with torch.no_grad():
                     ema_model.eval()  # type: ignore[union-attr]
-                    to = ema_model(x if x_clean is None else x_clean)["ft"]  # type: ignore[misc]
+                    to = ema_model(x if x_clean is None else x_clean, synthetic_rows=syn_rows)["ft"]  # type: ignore[misc]
                 parts["consistency"] = consistency_loss(o["ft"], to)
                 parts["loss"] = parts["loss"] + w_c * parts["consistency"]
             optim.zero_grad(set_to_none=True)
@@ -1152,7 +1159,7 @@ def _write_model(ck: dict[str, Any], out: Path, corpus: SedCorpus, *, opts: Trai
         if not files:
             continue
         feats = corpus.features(sub, cfg, progress=not quiet)[sl]
-        probs = predict_frames(model, feats)
+        probs = predict_frames(model, feats, synthetic=sub == "synthetic")
         metrics[name] = score_probs(probs, files, corpus.strong[sub], cfg, median_s=opts.median_s, threshold=opts.threshold,
                                     clip_s=corpus.clip_s, psds=opts.psds)  # fmt: skip
         if not quiet:
@@ -1375,13 +1382,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="draw the CNN's dropout masks 4 per 64-bit random word (LaneDropout) instead of one Bernoulli draw per element: "
                         "a faster training step, other masks than a run without it (part of the run: a checkpoint resumes as it started)")
     g.add_argument("--grl-scale", type=float, default=None, help="alpha of paper eq. 5 (default 1)")
+    g.add_argument("--domain-bn", action="store_true", default=None,
+                   help="domain-specific batch norm: the CNN normalises synthetic and real clips with batch norms of their own; "
+                        "inference runs the real domain's")
     return parser
 
 
 def config_from_args(a: argparse.Namespace) -> SedConfig:
     kw = dict(PRESETS[a.preset])
     for name in ("n_mels", "channels", "pool_time", "pool_freq", "rnn_hidden", "rnn_layers", "head_hidden", "labeler_hidden", "domain_hidden", "dropout",
-                 "fast_dropout", "grl_scale"):
+                 "fast_dropout", "grl_scale", "domain_bn"):
         v = getattr(a, name, None)
         if v is not None:
             kw[name] = v

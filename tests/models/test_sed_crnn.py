@@ -464,3 +464,41 @@ def test_fast_dropout_is_part_of_the_config() -> None:
     a.eval()
     b.eval()
     assert torch.equal(a(x, heads=("ft",))["ft"]["frame"], b(x, heads=("ft",))["ft"]["frame"])  # inference: no dropout either way
+
+
+def test_domain_bn_normalises_each_domain_with_its_own_statistics() -> None:
+    """SedConfig(domain_bn=True): every CNN block gets a synthetic batch norm beside its own; in training
+    the first ``synthetic_rows`` rows update only ``bn_syn`` and the rest only ``bn``; inference runs
+    ``bn`` unless the rows are declared synthetic. Same initial weights as without it, and to_dict
+    leaves the default out (files from before it read the same)."""
+    plain, dsbn = tiny_cfg(dropout=0.0), tiny_cfg(dropout=0.0, domain_bn=True)
+    assert "domain_bn" not in plain.to_dict() and dsbn.to_dict()["domain_bn"] is True
+    assert SedConfig.from_dict(dsbn.to_dict()) == dsbn
+    torch.manual_seed(0)
+    a = SedModel(plain)
+    torch.manual_seed(0)
+    b = SedModel(dsbn)
+    sa, sb = a.state_dict(), b.state_dict()
+    assert set(sb) - set(sa) == {k for k in sb if ".bn_syn." in k} and len(set(sb) - set(sa)) == 5 * len(dsbn.channels)
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+    x = torch.randn(5, 20, 16)
+    x[:2] = 3.0 * x[:2] + 2.0  # the "synthetic" rows: another distribution
+    b.train()
+    b(x, heads=("ft",), synthetic_rows=2)
+    blk = b.F.cnn[0]
+    h = blk.conv(((x - b.F.feat_mean) / b.F.feat_std).unsqueeze(1)).detach()
+    mom = blk.bn.momentum
+    torch.testing.assert_close(blk.bn_syn.running_mean, mom * h[:2].mean(dim=(0, 2, 3)))
+    torch.testing.assert_close(blk.bn.running_mean, mom * h[2:].mean(dim=(0, 2, 3)))
+    # a plain model has one batch norm for all rows and ignores synthetic_rows
+    a.train()
+    a(x, heads=("ft",), synthetic_rows=2)
+    torch.testing.assert_close(a.F.cnn[0].bn.running_mean, mom * h.mean(dim=(0, 2, 3)))
+    a.eval()
+    assert torch.equal(a(x)["ft"]["frame"], a(x, synthetic_rows=5)["ft"]["frame"])
+    b.eval()
+    real, syn, split = b(x)["ft"]["frame"], b(x, synthetic_rows=5)["ft"]["frame"], b(x, synthetic_rows=2)["ft"]["frame"]
+    assert not torch.allclose(real, syn)
+    torch.testing.assert_close(split, torch.cat([syn[:2], real[2:]]))
+    # the real path is the streaming path: frontend/backend in eval mode equal forward
+    torch.testing.assert_close(b.backend(b.frontend(x))["ft"]["frame"], real)

@@ -553,6 +553,38 @@ def test_cli_writes_card_without_machine_paths(corpus, tmp_path, capsys):
     assert not config_from_args(b).fast_dropout
     c = add_arguments(argparse.ArgumentParser()).parse_args(["--corpus", "C", "--out", "o.pt", "--fast-dropout"])
     assert config_from_args(c).fast_dropout and config_from_args(c).channels == config_from_args(b).channels
+    d = add_arguments(argparse.ArgumentParser()).parse_args(["--corpus", "C", "--out", "o.pt", "--domain-bn"])
+    assert config_from_args(d).domain_bn and not config_from_args(b).domain_bn
+
+
+def test_domain_bn_run(corpus, tmp_path):
+    """--domain-bn: the synthetic clips of every batch train the synthetic batch norms and the real
+    clips (W, U) the real ones; the weight file carries both, scores the held-out synthetic clips
+    through the synthetic ones and the real sets through the real ones; a resumed run goes on exactly."""
+    import dataclasses
+
+    from streamkit.models.sed_crnn import load_model
+    from streamkit.train.sed import SedCorpus, predict_frames, train
+
+    cfg = dataclasses.replace(_tiny(), domain_bn=True)
+    o = _opts(method="adv-time+tri", epochs=2, tri_epochs=1, detach_labelers=True, pseudo_level="clip", pseudo_negative=0.05)
+    res = train(corpus, tmp_path / "m.pt", o, cfg=cfg, quiet=True)
+    assert res["finished"]
+    model, _meta = load_model(tmp_path / "m.pt")
+    assert model.cfg.domain_bn
+    bn, syn = model.F.cnn[0].bn, model.F.cnn[0].bn_syn
+    assert int(bn.num_batches_tracked) == int(syn.num_batches_tracked) > 0
+    assert not torch.allclose(bn.running_mean, syn.running_mean)
+    card = json.loads((tmp_path / "m.json").read_text())
+    assert card["config"]["domain_bn"] is True
+    c = SedCorpus(corpus)
+    feats = c.features("synthetic", model.cfg, progress=False)[-2:]
+    assert not np.allclose(predict_frames(model, feats), predict_frames(model, feats, synthetic=True))
+    # interrupted after 5 steps and resumed: the same weights as the uninterrupted run
+    train(corpus, tmp_path / "r" / "m.pt", dataclasses.replace(o, max_steps=5), cfg=cfg, quiet=True)
+    train(corpus, tmp_path / "r" / "m.pt", o, cfg=cfg, quiet=True, resume=True)
+    a, b = torch.load(tmp_path / "m.pt", weights_only=False), torch.load(tmp_path / "r" / "m.pt", weights_only=False)
+    assert all(torch.equal(a["state_dict"][k], b["state_dict"][k]) for k in a["state_dict"])
 
 
 def test_missing_or_corrupt_corpus(corpus, tmp_path, capsys):
