@@ -136,7 +136,8 @@ class SedConfig:
     #: domain-specific batch norm (Chang et al., CVPR 2019): every CNN block keeps a second batch norm
     #: for the synthetic domain (``bn_syn``); in training the synthetic rows of a batch pass through it
     #: and the real rows through ``bn``, and inference runs ``bn`` (every input of a deployed detector
-    #: is a recording). False in every model and checkpoint from before it (``to_dict`` leaves it out then)
+    #: is a recording; ``--pseudo-mix`` mixtures count as synthetic rows). False in every model and
+    #: checkpoint from before it (``to_dict`` leaves it out then)
     domain_bn: bool = False
     # front end (see log_mel)
     rate: int = 16000
