@@ -330,20 +330,21 @@ def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def oracle_ceiling(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The ceiling: each recipe (method, steps, weight averaging) given the real clips' true labels, against the
-    baselines of as many steps and the same weight averaging (seed means): all of them (``gain``) and, where every
-    oracle seed has one, those of the same seeds (``paired_gain``, as :func:`seed_means_paired`)."""
+    """The ceiling: each recipe (method, steps, weight averaging, augmentation) given the real clips' true labels,
+    against the baselines of as many steps, the same weight averaging and the same augmentation (seed means): all of
+    them (``gain``) and, where every oracle seed has one, those of the same seeds (``paired_gain``, as
+    :func:`seed_means_paired`)."""
     out: dict[str, Any] = {}
     oracle = [r for r in rows if _oracle(r)]
 
     def key(r: dict[str, Any]) -> tuple[Any, ...]:  # a tri-training final stage's true labels: frame- or clip-level ones
         level = (r["training"].get("pseudo_level") or "frame") if "tri" in r["method"] else ""
-        return (r["method"], r["training"].get("steps"), _ema(r), level, _mix(r))
+        return (r["method"], r["training"].get("steps"), _ema(r), level, _mix(r), _augment(r))
 
     for recipe in sorted({key(r) for r in oracle}, key=str):
-        meth, steps, ema, level, mix = recipe
+        meth, steps, ema, level, mix, aug = recipe
         orc = [r for r in oracle if key(r) == recipe]
-        base = [r for r in rows if _baseline_peer(r, steps, ema)]
+        base = [r for r in rows if _baseline_peer(r, steps, ema, aug=aug)]
         mo = _mean_f1(orc)
         ent: dict[str, Any] = {"oracle_event_f1": [r["real"]["event_f1"] for r in orc], "oracle_mean": round(mo, 2),
                                "oracle_segment_f1": [r["real"].get("segment_f1") for r in orc]}  # fmt: skip
@@ -356,7 +357,8 @@ def oracle_ceiling(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 pb = _mean_f1([by_seed[sd] for sd in seeds])
                 ent.update({"seeds": seeds, "paired_baseline_event_f1": [by_seed[sd]["real"]["event_f1"] for sd in seeds],
                             "paired_baseline_mean": round(pb, 2), "paired_gain": round(mo - pb, 2)})  # fmt: skip
-        out[f"{meth} with {f'{level}-level ' if level else ''}oracle labels{_mix_tag(mix)}{'' if ema is None else f', EMA {ema:g}'}, {steps} steps"] = ent
+        tag = "" if aug is None else f", augment {aug[0]}/{aug[1]:g}/{aug[2]:g}"
+        out[f"{meth} with {f'{level}-level ' if level else ''}oracle labels{_mix_tag(mix)}{'' if ema is None else f', EMA {ema:g}'}{tag}, {steps} steps"] = ent
     return out
 
 

@@ -1161,6 +1161,14 @@ def test_table1_seed_means_are_paired_by_seed():
     ceil = mod.oracle_ceiling(rows)  # a tri final stage's true labels: frame- and clip-level ones kept apart
     assert ceil["adv-time+tri with clip-level oracle labels, 4500 steps"]["paired_gain"] == 11.0
     assert ceil["adv-time+tri with frame-level oracle labels, 4500 steps"]["oracle_mean"] == 58.0
+    # an augmented final stage's true labels meet the baselines given the same augmentation, not the plain ones
+    aug = {"augment": {"shift": 8, "filter_db": 6.0, "gain_db": 6.0}}
+    rows += [row("adv-time+tri", 2, 61.0, oracle_labels=True, **aug), row("baseline", 2, 52.0, **aug), row("baseline", 3, 48.0, **aug)]
+    ceil = mod.oracle_ceiling(rows)
+    assert ceil["adv-time+tri with frame-level oracle labels, 4500 steps"]["oracle_mean"] == 58.0  # (not pooled with it)
+    a = ceil["adv-time+tri with frame-level oracle labels, augment 8/6/6, 4500 steps"]
+    assert a["oracle_event_f1"] == [61.0] and a["baseline_event_f1"] == [52.0, 48.0] and a["gain"] == 11.0
+    assert a["seeds"] == [2] and a["paired_baseline_event_f1"] == [52.0] and a["paired_gain"] == 9.0
 
 
 def test_ema_update_hand_case():
