@@ -206,6 +206,11 @@ def _augment(row: dict[str, Any]) -> tuple[int, float, float] | None:
     return (int(a["shift"]), float(a["filter_db"]), float(a["gain_db"])) if a else None
 
 
+def _aug_tag(aug: tuple[int, float, float] | None) -> str:
+    """A recipe name's suffix for :func:`_augment` (empty without augmentation)."""
+    return "" if aug is None else f", augment {aug[0]}/{aug[1]:g}/{aug[2]:g}"
+
+
 def _mix(row: dict[str, Any]) -> tuple[float, float] | None:
     """The pseudo-label mixing the row's model trained with (``--pseudo-mix``: probability, gain range dB; None: none)."""
     m = row["training"].get("pseudo_mix")
@@ -324,7 +329,7 @@ def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
                            "baseline_event_f1": [b["real"]["event_f1"] for b in peers], "baseline_mean": round(mq, 2),
                            "gain": round(ms - mq, 2)})  # fmt: skip
             ent["equal_compute"] = ec
-        tag = "" if aug is None else f", augment {aug[0]}/{aug[1]:g}/{aug[2]:g}"
+        tag = _aug_tag(aug)
         out[f"{name}{'' if ema is None else f', EMA {ema:g}'}{f', consistency {cons:g}' if cons else ''}{tag}, {steps} steps"] = ent
     return out
 
@@ -357,7 +362,7 @@ def oracle_ceiling(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 pb = _mean_f1([by_seed[sd] for sd in seeds])
                 ent.update({"seeds": seeds, "paired_baseline_event_f1": [by_seed[sd]["real"]["event_f1"] for sd in seeds],
                             "paired_baseline_mean": round(pb, 2), "paired_gain": round(mo - pb, 2)})  # fmt: skip
-        tag = "" if aug is None else f", augment {aug[0]}/{aug[1]:g}/{aug[2]:g}"
+        tag = _aug_tag(aug)
         out[f"{meth} with {f'{level}-level ' if level else ''}oracle labels{_mix_tag(mix)}{'' if ema is None else f', EMA {ema:g}'}{tag}, {steps} steps"] = ent
     return out
 
