@@ -211,6 +211,12 @@ def _aug_tag(aug: tuple[int, float, float] | None) -> str:
     return "" if aug is None else f", augment {aug[0]}/{aug[1]:g}/{aug[2]:g}"
 
 
+def _recipe_tail(mix: tuple[float, float] | None, ema: float | None, cons: float, aug: tuple[int, float, float] | None, steps: Any) -> str:
+    """The end of a recipe's name in :func:`seed_means_paired` and :func:`oracle_ceiling`: pseudo-label mixing,
+    weight averaging, consistency, augmentation, steps (each left out when not used)."""
+    return f"{_mix_tag(mix)}{'' if ema is None else f', EMA {ema:g}'}{f', consistency {cons:g}' if cons else ''}{_aug_tag(aug)}, {steps} steps"
+
+
 def _mix(row: dict[str, Any]) -> tuple[float, float] | None:
     """The pseudo-label mixing the row's model trained with (``--pseudo-mix``: probability, gain range dB; None: none)."""
     m = row["training"].get("pseudo_mix")
@@ -302,7 +308,6 @@ def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
         if teacher is not None:  # (self-training: the teacher's own training is a run before this one's steps)
             who = f"{teacher[0]} seed {teacher[1]}" if teacher[0] is not None else "a model without its card"
             name += f", student of {who} ({teacher[2]} labels, P {teacher[3]:g}, N {teacher[4]:g}, {teacher[5]})"
-        name += _mix_tag(mix)
         ent = {"seeds": seeds, "event_f1": [r["real"]["event_f1"] for r in rs], "mean": round(m, 2),
                "baseline_event_f1": [base[sd]["real"]["event_f1"] for sd in seeds], "baseline_mean": round(mb, 2), "gain": round(m - mb, 2)}  # fmt: skip
         pb = baselines(steps, ema, 0.0)  # with augmentation: also against the plain baselines
@@ -329,8 +334,7 @@ def seed_means_paired(rows: list[dict[str, Any]]) -> dict[str, Any]:
                            "baseline_event_f1": [b["real"]["event_f1"] for b in peers], "baseline_mean": round(mq, 2),
                            "gain": round(ms - mq, 2)})  # fmt: skip
             ent["equal_compute"] = ec
-        tag = _aug_tag(aug)
-        out[f"{name}{'' if ema is None else f', EMA {ema:g}'}{f', consistency {cons:g}' if cons else ''}{tag}, {steps} steps"] = ent
+        out[name + _recipe_tail(mix, ema, cons, aug, steps)] = ent
     return out
 
 
@@ -362,8 +366,7 @@ def oracle_ceiling(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 pb = _mean_f1([by_seed[sd] for sd in seeds])
                 ent.update({"seeds": seeds, "paired_baseline_event_f1": [by_seed[sd]["real"]["event_f1"] for sd in seeds],
                             "paired_baseline_mean": round(pb, 2), "paired_gain": round(mo - pb, 2)})  # fmt: skip
-        tag = _aug_tag(aug)
-        out[f"{meth} with {f'{level}-level ' if level else ''}oracle labels{_mix_tag(mix)}{'' if ema is None else f', EMA {ema:g}'}{tag}, {steps} steps"] = ent
+        out[f"{meth} with {f'{level}-level ' if level else ''}oracle labels" + _recipe_tail(mix, ema, 0.0, aug, steps)] = ent
     return out
 
 
