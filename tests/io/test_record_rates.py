@@ -24,7 +24,9 @@ from streamkit.io.wav_sink import WavSink, read_sidecar
 def test_monitor_records_at_the_rate_the_server_reports(tmp_path, rate, capsys):
     rec, ev = tmp_path / "rec", tmp_path / "ev"
     with EmulatorThread(sample_rate=float(rate), speed=4.0) as t:
-        rc = cli.main(["monitor", "--station", f"127.0.0.1:{t.port}:7100:lsb", "--record", str(rec), "--events", str(ev), "--duration", "2", "--quiet"])
+        rc = cli.main(
+            ["monitor", "--station", f"127.0.0.1:{t.port}:7100:lsb", "--record", str(rec), "--events", str(ev), "--duration", "2", "--quiet"]
+        )
     assert rc == 0, capsys.readouterr()
     (wav,) = rec.glob("*.wav")
     info = sf.info(wav)
