@@ -41,7 +41,9 @@ def _add_event_outputs(g: Graph, events: str | None, console: bool, quiet_kinds:
     if events:
         p = Path(events)
         if p.suffix != ".jsonl":
-            p = p / f"{g.name}.jsonl"
+            from streamkit.io.filenames import safe_filename
+
+            p = p / f"{safe_filename(g.name)}.jsonl"
         g.subscribe(_registry_block("io.jsonl_events", path=str(p)))
     if console:
         g.subscribe(_registry_block("io.console"))

@@ -33,6 +33,7 @@ from streamkit.core.events import Event, event_to_dict
 from streamkit.core.graph import Graph
 from streamkit.core.registry import lookup
 from streamkit.core.runtime import MultiRunner, Runner
+from streamkit.io.filenames import safe_filename
 from streamkit.io.kiwi_source import parse_station, station_name
 
 #: the stations monitored on the built-in emulator (its default signals: two speech-like
@@ -124,10 +125,10 @@ def build_station_graph(
         last = blk
     if record_dir is not None:
         Path(record_dir).mkdir(parents=True, exist_ok=True)
-        wav = g.add(lookup("io.wav_sink")(path=str(Path(record_dir) / f"{name}.wav")), name="wav")
+        wav = g.add(lookup("io.wav_sink")(path=str(Path(record_dir) / f"{safe_filename(name)}.wav")), name="wav")
         g.connect(kiwi, wav)
     if events_dir is not None:
-        g.subscribe(lookup("io.jsonl_events")(path=str(Path(events_dir) / f"{name}.jsonl")))
+        g.subscribe(lookup("io.jsonl_events")(path=str(Path(events_dir) / f"{safe_filename(name)}.jsonl")))
     return g
 
 

@@ -335,7 +335,10 @@ class Runner:
         self._order: list[_Node] = []
         self._stop = threading.Event()
         self.notify = notify or threading.Event()
+        self._prepared = False
+        self._bus_open = False
         self._started = False
+        self._up: list[_Node] = []  # blocks whose start() returned, in start order
         self._finished = False
         self.state = "new"
         self.fatal: str | None = None
@@ -354,9 +357,15 @@ class Runner:
         self._emit_lock = threading.Lock()
 
     # ------------------------------------------------------------------ setup
-    def start(self) -> None:
-        """Negotiate (ConfigError before any audio), create contexts, start every block."""
-        if self._started:
+    def prepare(self) -> None:
+        """Negotiate (ConfigError before any audio), create contexts, start every block but the sources.
+
+        Each block's ``start()`` loads its models and compiles its kernels here, while no source is
+        open yet: a live source started first would stream into its ring during the compilation and
+        drop what does not fit (``Gap(OVERLOAD)``). :meth:`start` then starts the sources; a
+        :class:`MultiRunner` prepares every graph before it starts any source.
+        """
+        if self._prepared or self._started:
             return
         info = self.graph.build()
         self._t_start_wall = time.time_ns()
@@ -388,19 +397,41 @@ class Runner:
             if node.kind == SOURCE:
                 self._sources.append(node)
         self.bus.open(self.graph.name)
-        started: list[_Node] = []
+        self._bus_open = True
+        self._start_nodes([n for n in self._order if n.kind != SOURCE])
+        self._prepared = True
+
+    def _start_nodes(self, nodes: list[_Node]) -> None:
         try:
-            for node in self._order:
+            for node in nodes:
                 t0 = _perf()
                 node.block.start(node.ctx)
                 node.m.start_ns = _perf() - t0
-                started.append(node)
+                self._up.append(node)
                 self._setup_node(node)
-        except Exception:
-            for n in reversed(started):
-                self._safe_stop(n)
-            self.bus.close()
+        except BaseException:
+            self.abort()
             raise
+
+    def abort(self) -> None:
+        """Stop the blocks started so far (newest first) and close the event sinks: for a graph that
+        was prepared, or failed to start, and will not run (a started graph ends with :meth:`finish`)."""
+        if self._started:
+            return
+        up, self._up = self._up, []
+        for n in reversed(up):
+            self._safe_stop(n)
+        if self._bus_open:
+            self._bus_open = False
+            self.bus.close()
+
+    def start(self) -> None:
+        """:meth:`prepare` (if not done), then start the sources: the first frame is asked for, and a
+        live source opens its connection, only once every other block has started and warmed up."""
+        if self._started:
+            return
+        self.prepare()
+        self._start_nodes(self._sources)
         self._t_start_mono = time.monotonic()
         for s in self._sources:
             s.t0 = self._t_start_mono
@@ -1150,8 +1181,18 @@ class MultiRunner:
         return moved
 
     def run(self) -> dict[str, dict[str, Any]]:
-        for r in self.runners:
-            r.start()
+        # every block of every graph starts (models loaded, kernels compiled) before any source does:
+        # a station streaming while another graph compiles would overflow its ring
+        try:
+            for r in self.runners:
+                r.prepare()
+            for r in self.runners:
+                r.start()
+        except BaseException:
+            for r in self.runners:
+                r.abort()
+                r.finish(flush=False)
+            raise
         active = set(self.runners)
         polled = [r for r in self.runners if any(not s.live for s in r._sources)]
         last_sweep = 0.0

@@ -103,10 +103,12 @@ class SpeechGate(RateBlock):
         self._nonfinite = 0
         self._in_pos = 0  # absolute index of the next input item
         self._clear(0)
-        # JIT warm-up (compile or cache load) on a scratch analyser
+        # JIT warm-up (compile or cache load) on a scratch analyser, with a read-only chunk viewed as
+        # work() views one: numba compiles a read-only array apart from a writable one
         scratch = _Analyzer(p.analysis, p.backend)
         scratch.set_decision(p.threshold, p.threshold - p.hysteresis, p.vote_min, p.look)
-        scratch.step(np.zeros((1, WIN + HOP, 1), np.float32), True, 0, True)
+        dummy = ctx.dummy_input("in", n=WIN + HOP)
+        scratch.step(dummy.reshape(1, dummy.shape[0], 1), True, 0, True)
         scratch.final()
 
     def _clear(self, at: int) -> None:

@@ -26,11 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from streamkit.core import events as E
 from streamkit.core.block import Source, SourceRead
 from streamkit.core.errors import ConfigError, SourceError
 from streamkit.core.registry import register
 from streamkit.core.tags import TIME, TimeAnchor
 from streamkit.core.types import StreamSpec, Tag, as_fraction
+from streamkit.io.wav_header import wav_truncation
 
 if TYPE_CHECKING:
     import soundfile
@@ -67,7 +69,9 @@ class FileSource(Source):
     Tags:
         ``sk:time`` TimeAnchor(source="file") at item 0. No gaps (a file loses nothing).
     Events:
-        None of its own. A read failure is raised as :class:`SourceError` *after* the items decoded
+        ``source.state`` ``warning`` once, with the first items, for a WAV file shorter than its
+        header says (cut short): how much is missing; what is there is processed (also logged).
+        A read failure is raised as :class:`SourceError` *after* the items decoded
         before it were delivered; the runtime turns it into ``block.error`` + ``stream.end``.
     Latency:
         0 items.
@@ -78,6 +82,8 @@ class FileSource(Source):
         ConfigError: from ``negotiate()`` if the file is missing or not a readable audio file, or if
             ``start_s`` lies beyond its end; one line with the path and libsndfile's reason.
     """
+
+    emits = (E.SOURCE_STATE,)
 
     def __init__(
         self,
@@ -127,6 +133,7 @@ class FileSource(Source):
         self._out = 0
         self._pending_error = None
         self._eof = False
+        self._truncation_told = False
         if self.utc_ns is not None:
             self._utc0 = self.utc_ns
         else:
@@ -200,6 +207,7 @@ class FileSource(Source):
         tags: list[Tag] = []
         if self._out == 0 and got:
             tags.append(Tag(0, TIME, TimeAnchor(self._utc0, "file", self._utc_unc)))
+            self._tell_truncation(ctx)
         self._out += got
         end = self._eof and self._pending_error is None
         return SourceRead(out[:got], tags, end=end)
@@ -213,6 +221,19 @@ class FileSource(Source):
                 log.debug("%s: close failed", self.path, exc_info=True)
 
     # -- helpers ----------------------------------------------------------------------------------
+    def _tell_truncation(self, ctx: Context | None) -> None:
+        """Once per run: a WAV file cut short (libsndfile plays what is there without a word)."""
+        tr = (self._info or {}).get("truncation")
+        if tr is None or self._truncation_told:
+            return
+        self._truncation_told = True
+        rate = self._rate()
+        msg = (f"{self.path}: truncated: the header says {tr.declared_frames / rate:.3f} s ({tr.declared_frames} frames), "
+               f"the file holds {tr.present_frames / rate:.3f} s; {tr.missing_frames / rate:.3f} s ({tr.missing_frames} frames) missing at the end")  # fmt: skip
+        log.warning("%s", msg)
+        if ctx is not None:
+            ctx.emit(E.SOURCE_STATE, E.SourceState("warning", msg), span=(0, 0))
+
     def _rate(self) -> float:
         return float(self._info["rate"]) if self._info else 1.0
 
@@ -245,6 +266,7 @@ class FileSource(Source):
             raise ConfigError(f"io.file: cannot open {self.path}: {reason}") from None
         if info["rate"] <= 0 or info["channels"] <= 0:
             raise ConfigError(f"io.file: cannot open {self.path}: header says rate={info['rate']}, channels={info['channels']}")
+        info["truncation"] = wav_truncation(self.path) if str(info["format"]).upper() in ("WAV", "WAVEX", "RF64") else None
         try:
             info["mtime_ns"] = p.stat().st_mtime_ns
         except OSError:

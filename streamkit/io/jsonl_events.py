@@ -22,6 +22,7 @@ from streamkit.core.block import EventSink
 from streamkit.core.errors import ConfigError
 from streamkit.core.events import Event, event_to_json
 from streamkit.core.registry import register
+from streamkit.io.filenames import safe_filename
 
 __all__ = ["JsonlEventSink", "read_events"]
 
@@ -51,7 +52,9 @@ class JsonlEventSink(EventSink):
         None (an event subscriber, outside the data path).
     Parameters:
         path: the file. ``{graph}`` in the path is replaced by the graph (station) name, so one graph
-            file can serve many stations (``events/{graph}.jsonl``). Parent directories are created.
+            file can serve many stations (``events/{graph}.jsonl``); the name is made one safe file name
+            first (:func:`~streamkit.io.filenames.safe_filename`: no ``/``, no ``..``), so it cannot
+            lead out of the directory. Parent directories are created.
         append: add to an existing file (default True: a restarted station keeps its history);
             False truncates it at open.
     Tags:
@@ -80,7 +83,7 @@ class JsonlEventSink(EventSink):
         self._lock = threading.Lock()
 
     def open(self, graph_name: str) -> None:
-        path = self.path.replace("{graph}", graph_name)
+        path = self.path.replace("{graph}", safe_filename(graph_name))
         p = Path(path)
         try:
             p.parent.mkdir(parents=True, exist_ok=True)

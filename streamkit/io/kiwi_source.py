@@ -261,6 +261,10 @@ class KiwiSource(Source):
         self.fatal_message = None
         self.stats = {"connects": 0, "reconnects": 0, "frames": 0, "lost_samples": 0, "violations": 0, "last_smeter_dbm": None}
         self._rate = spec.rate
+        if self.compression:  # compile (or load) the ADPCM decoder now, not on the loop at the first frame
+            from streamkit.protocols.adpcm import AdpcmDecoder
+
+            AdpcmDecoder().decode(b"\x00")
         self._loop = KiwiLoop.get()
         self._future = self._loop.submit(self._main())
 

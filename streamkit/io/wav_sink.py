@@ -8,6 +8,15 @@ seen, so a recording states where items were lost and how its items map to UTC.
 
 IQ streams (complex64) are written as interleaved real channels: ``I, Q`` for one complex channel
 (``I0, Q0, I1, Q1, ...`` for several).
+
+The file takes the format of the items it receives, not of the format negotiated before the
+stream began: a live source learns its true rate from the server (a KiwiSDR reports e.g. 11999.028
+or 20250.3 Hz) and announces it with a ``FormatChange`` before its first item; the file, opened at
+``start()`` so that a bad path fails before any audio, is then re-created at that rate. A format
+change *after* items were written (a reconnect to a server reporting another rate) never stops the
+recording and never mis-rates it: the file is closed with its sidecar and the recording goes on in
+``<stem>.1<suffix>`` (then ``.2``...), with a ``record.file`` event saying where and why; each
+file's sidecar names the one before and after it and the stream index of its first item.
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ log = logging.getLogger("streamkit.io.wav_sink")
 _SUBTYPES = ("PCM_16", "PCM_24", "PCM_32", "FLOAT")
 _FORMATS = {".wav": "WAV", ".flac": "FLAC", ".ogg": "OGG", ".aiff": "AIFF", ".aif": "AIFF", ".w64": "W64", ".rf64": "RF64"}
 SIDECAR_VERSION = 1
+RECORD_FILE = "record.file"  #: event: the recording continues in a new file (payload: path, previous, rate, reason)
 
 
 def read_sidecar(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -63,23 +73,29 @@ class WavSink(Sink):
             clip to [-1, 1] first (libsndfile would otherwise wrap); clipped values are counted.
         sidecar: write ``<path>.json`` at stop (default True).
     Tags:
-        Consumes ``sk:gap`` and ``sk:time``: all of them are listed in the sidecar with their offsets.
+        Consumes ``sk:gap`` and ``sk:time``: all of them are listed in the sidecar with their offsets
+        (items from the start of the file). Follows ``sk:format`` (see the module docstring).
     Events:
-        None.
+        ``record.file`` when a format change after the first items makes the recording go on in a
+        new file: ``{"path", "previous", "rate" (exact), "rate_hz", "file_rate", "reason"}``.
     Latency:
         0 items (what is consumed is handed to libsndfile at once; libsndfile buffers).
     State:
-        The open file and the counters; ``start()`` creates/truncates the file, ``stop()`` closes it
-        and writes the sidecar.
+        The open file and the counters; ``start()`` creates/truncates the file (re-created at the
+        stream's rate if it changes before the first item), ``stop()`` closes it and writes the sidecar.
 
     Sidecar fields:
         ``version``, ``path``, ``rate`` (exact, ``"3000297/250"``), ``rate_hz``, ``file_rate`` (what
         the header says), ``items``, ``channels`` (of the stream), ``file_channels``, ``dtype``,
         ``layout`` (``"audio"`` or ``"iq"``), ``subtype``, ``clipped``, ``gaps`` (count),
-        ``lost_items`` (sum of known losses), ``tags``: a list of ``{"offset", "key": "sk:gap",
-        "cause", "lost", "filled", "detail"}`` and ``{"offset", "key": "sk:time", "utc_ns",
-        "source", "uncertainty_ns"}`` in stream order.
+        ``lost_items`` (sum of known losses), ``stream_offset`` (stream index of the file's first
+        item), ``previous`` / ``next`` (the neighbouring files of a recording split by a format
+        change, or null), ``tags``: a list of ``{"offset", "key": "sk:gap", "cause", "lost", "filled",
+        "detail"}`` and ``{"offset", "key": "sk:time", "utc_ns", "source", "uncertainty_ns"}`` in
+        stream order. The WAV header's ``comment`` (LIST INFO) also states the exact rate.
     """
+
+    emits = (RECORD_FILE,)
 
     def __init__(self, *, path: str | os.PathLike[str], subtype: str = "PCM_16", sidecar: bool = True, name: str | None = None) -> None:
         super().__init__(name=name)
@@ -101,7 +117,11 @@ class WavSink(Sink):
         self.sidecar = bool(sidecar)
         self._spec: StreamSpec | None = None
         self._sf: soundfile.SoundFile | None = None
-        self._started_once = False
+        self._file_spec: StreamSpec | None = None  # the format of the open file
+        self.file_path: str = self.path  # the file being written (``path``, then ``<stem>.1<suffix>``... after a format change)
+        self._part = 0
+        self._stream_pos = 0  # stream items written, over every file
+        self._prev_file: str | None = None
         self._reset_counters()
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -109,8 +129,6 @@ class WavSink(Sink):
         spec = inputs["in"]
         if spec.dtype not in (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int16), np.dtype(np.complex64)):
             raise ConfigError(f"io.wav_sink: cannot write {spec.dtype} items (float32, float64, int16 or complex64 IQ)")
-        if self._started_once and self._spec is not None and spec != self._spec:
-            raise ConfigError(f"io.wav_sink: {self.path} was opened for {self._spec}; a file cannot change format mid-stream (to {spec})")
         file_rate = int(round(float(spec.rate)))
         if file_rate < 1:
             raise ConfigError(f"io.wav_sink: rate {float(spec.rate):g} Hz rounds to {file_rate} Hz; audio files need >= 1 Hz")
@@ -124,39 +142,82 @@ class WavSink(Sink):
         if spec is None:
             raise ConfigError("io.wav_sink: start() before negotiate()")
         self._spec = spec
+        self._part = 0
+        self._stream_pos = 0
+        self._prev_file: str | None = None
         self._reset_counters()
-        self._iq = spec.dtype == np.dtype(np.complex64)
-        self._file_channels = spec.channels * (2 if self._iq else 1)
-        self._file_rate = int(round(float(spec.rate)))
         try:
             import soundfile as sf
         except (ImportError, OSError) as exc:
             raise ConfigError(f"io.wav_sink: soundfile/libsndfile unavailable: {exc}") from None
         if not sf.check_format(self._format, self.subtype):
             raise ConfigError(f"io.wav_sink: {self._format} cannot store subtype {self.subtype}")
-        p = Path(self.path)
+        self._open(self.path, spec)
+
+    def _open(self, path: str, spec: StreamSpec) -> None:
+        """Create (truncate) ``path`` for items of ``spec``."""
+        import soundfile as sf
+
+        self._file_spec = spec
+        self._iq = spec.dtype == np.dtype(np.complex64)
+        self._file_channels = spec.channels * (2 if self._iq else 1)
+        self._file_rate = int(round(float(spec.rate)))
         try:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            self._sf = sf.SoundFile(self.path, mode="w", samplerate=self._file_rate, channels=self._file_channels,
-                                    subtype=self.subtype, format=self._format)  # fmt: skip
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            f = sf.SoundFile(path, mode="w", samplerate=self._file_rate, channels=self._file_channels, subtype=self.subtype, format=self._format)
         except Exception as exc:
-            raise ConfigError(f"io.wav_sink: cannot create {self.path}: {str(exc).strip() or type(exc).__name__}") from None
-        self._started_once = True
+            raise ConfigError(f"io.wav_sink: cannot create {path}: {str(exc).strip() or type(exc).__name__}") from None
+        try:
+            f.comment = f"streamkit: true sample rate {float(spec.rate):.6f} Hz ({spec.rate}); the header holds {self._file_rate} Hz"
+        except Exception:  # a container without text chunks
+            pass
+        self._sf = f
+        self.file_path = path
+
+    def _follow_format(self, ctx: Context | None) -> None:
+        """The stream's format changed since the file was opened: re-create the file if it holds no
+        item yet, else close it (with its sidecar) and go on in the next ``<stem>.<k><suffix>``."""
+        spec = self._spec
+        assert spec is not None and self._sf is not None
+        if self._items == 0:
+            self._sf.close()
+            self._sf = None
+            self._open(self.file_path, spec)
+            return
+        old = self.file_path
+        old_rate = float(self._file_spec.rate)
+        self._close_file(next_path := self._part_path(self._part + 1))
+        self._part += 1
+        self._prev_file = os.path.basename(old)
+        self._reset_counters()
+        self._open(next_path, spec)
+        reason = f"format change from {old_rate:g} Hz to {float(spec.rate):g} Hz ({spec}) after {self._stream_pos} items"
+        log.warning("io.wav_sink: %s: %s; recording goes on in %s", old, reason, next_path)
+        if ctx is not None:
+            ctx.emit(RECORD_FILE, {"path": next_path, "previous": old, "rate": str(spec.rate), "rate_hz": float(spec.rate),
+                                   "file_rate": self._file_rate, "reason": reason}, span=(self._stream_pos, self._stream_pos))  # fmt: skip
+
+    def _part_path(self, k: int) -> str:
+        p = Path(self.path)
+        return str(p.with_name(f"{p.stem}.{k}{p.suffix}"))
 
     def consume(self, chunk: Chunk, ctx: Context | None) -> None:
+        if self._sf is None:
+            raise RuntimeError(f"io.wav_sink: {self.path} is not open (consume before start, or after stop)")
+        if self._spec is not None and self._spec != self._file_spec:
+            self._follow_format(ctx)
+        base = self._stream_pos - self._items  # stream index of the file's first item
         for t in chunk.tags:
             if t.key == GAP:
-                self._tags.append(_gap_record(t.offset, t.value))
+                self._tags.append(_gap_record(t.offset - base, t.value))
                 self._gaps += 1
                 if isinstance(t.value, Gap) and t.value.lost:
                     self._lost += int(t.value.lost)
             elif t.key == TIME:
-                self._tags.append(_anchor_record(t.offset, t.value))
+                self._tags.append(_anchor_record(t.offset - base, t.value))
         n = len(chunk)
         if n == 0:
             return
-        if self._sf is None:
-            raise RuntimeError(f"io.wav_sink: {self.path} is not open (consume before start, or after stop)")
         x = chunk.samples
         if self._iq:
             x = np.ascontiguousarray(x).view(np.float32).reshape(n, self._file_channels)
@@ -167,32 +228,39 @@ class WavSink(Sink):
                 x = np.clip(x, -1.0, 1.0)
         self._sf.write(x)
         self._items += n
+        self._stream_pos += n
 
     def stop(self) -> None:
         """Close the file and write the sidecar. Never raises (failures are logged)."""
+        self._close_file(None)
+
+    def _close_file(self, next_path: str | None) -> None:
         f, self._sf = self._sf, None
         if f is None:
             return
+        path = self.file_path
         try:
             f.close()
         except Exception:
-            log.exception("io.wav_sink: closing %s failed", self.path)
+            log.exception("io.wav_sink: closing %s failed", path)
         if self.sidecar:
             try:
-                tmp = Path(self.path + ".json.tmp")
-                tmp.write_text(json.dumps(self.describe(), indent=1))
-                os.replace(tmp, self.path + ".json")
+                tmp = Path(path + ".json.tmp")
+                d = self.describe()
+                d["next"] = os.path.basename(next_path) if next_path else None
+                tmp.write_text(json.dumps(d, indent=1))
+                os.replace(tmp, path + ".json")
             except Exception:
-                log.exception("io.wav_sink: writing the sidecar of %s failed", self.path)
+                log.exception("io.wav_sink: writing the sidecar of %s failed", path)
 
     # -- description ------------------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
         """The sidecar's content (what has been written so far)."""
-        spec = self._spec
+        spec = self._file_spec if self._file_spec is not None else self._spec
         assert spec is not None
         return {
             "version": SIDECAR_VERSION,
-            "path": os.path.basename(self.path),
+            "path": os.path.basename(self.file_path or self.path),
             "rate": str(spec.rate),
             "rate_hz": float(spec.rate),
             "file_rate": self._file_rate,
@@ -205,6 +273,9 @@ class WavSink(Sink):
             "clipped": self._clipped,
             "gaps": self._gaps,
             "lost_items": self._lost,
+            "stream_offset": self._stream_pos - self._items,
+            "previous": self._prev_file,
+            "next": None,
             "tags": list(self._tags),
         }
 

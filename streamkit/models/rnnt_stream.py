@@ -9,6 +9,7 @@ prediction network batched, paper §6.3 shutoff). Utterances come from the upstr
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -139,6 +140,15 @@ def symbol_tables(cfg: Any, meta: Mapping[str, Any]) -> list[list[str]]:
             raise ConfigError(f"model meta 'symbols' of {lg!r} has {len(t)} entries, the model {v}")
         out.append(t)
     return out
+
+
+class _Mute:
+    """A stand-in context for the warm-up: drops events."""
+
+    log = logging.getLogger("streamkit.models.rnnt_asr")
+
+    def emit(self, kind: str, payload: Any = None, span: tuple[int, int] | None = None, port: str | None = None) -> None:
+        pass
 
 
 def words_of(symbols: Sequence[str], frames: Sequence[int]) -> list[tuple[str, int, int]]:
@@ -386,6 +396,22 @@ class RnntAsr(Sink):
         self._max_frames = max(1, int(round(self.max_utterance_s * RATE / FRAME_SHIFT)))
         self._partial_every = int(round(self.partial_interval_s * RATE / FRAME_SHIFT))
         self._pre_roll = int(round(self.pre_roll_s * RATE))
+        self._next_id = 0
+        self._clear()
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Run one short utterance of noise through the whole path (features, encoder, beam search,
+        lexicon, result and LID) with its events dropped, so that torch's first calls and any JIT
+        happen here and not on the first live utterance; then forget it."""
+        mute = _Mute()
+        noise = (np.random.default_rng(0).standard_normal(FRAME_SPAN + 8 * FRAME_SHIFT) * 0.01).astype(np.float32)
+        self._open(0, mute)  # type: ignore[arg-type]
+        self._feed(noise, 0, mute)  # type: ignore[arg-type]
+        self._finalise(mute)  # type: ignore[arg-type]
+        self._feat.reset()
+        self._dec.reset()
+        self._enc_state = None
         self._next_id = 0
         self._clear()
 

@@ -256,3 +256,37 @@ def test_stream_ends_whatever_the_chunk_size(tmp_path, chunk):
     sink, r, _ = run_graph(FileSource(path=str(p), duration_s=0.75), chunk=chunk)
     assert np.array_equal(sink.samples, x[:6000])
     assert [e.payload["reason"] for e in r.events if e.kind == E.STREAM_END] == ["end of stream"]
+
+
+@pytest.mark.parametrize("subtype", ["PCM_16", "FLOAT"])
+def test_truncated_wav_is_processed_with_one_warning_saying_what_is_missing(tmp_path, caplog, subtype):
+    """A WAV whose header says 8 s where 4 s are present (libsndfile opens it without a word)."""
+    x = noise(8 * 8000, 1)
+    p = write(tmp_path, "cut.wav", x, 8000, subtype=subtype)
+    ref, _ = sf.read(p, dtype="float32", always_2d=True)
+    bytes_per_frame = 2 if subtype == "PCM_16" else 4
+    os.truncate(p, os.path.getsize(p) - 4 * 8000 * bytes_per_frame)
+    with caplog.at_level("WARNING", logger="streamkit.io.file"):
+        sink, r, st = run_graph(FileSource(path=str(p)))
+    np.testing.assert_array_equal(sink.samples, ref[: 4 * 8000])  # what is there, all of it
+    warn = [e for e in r.events if e.kind == E.SOURCE_STATE and e.payload.state == "warning"]
+    assert len(warn) == 1 and "truncated" in warn[0].payload.detail and "4.000 s (32000 frames) missing" in warn[0].payload.detail
+    assert "8.000 s" in warn[0].payload.detail
+    assert [rec.getMessage() for rec in caplog.records if "truncated" in rec.getMessage()] == [warn[0].payload.detail]
+    assert not any(e.kind == E.BLOCK_ERROR for e in r.events)
+
+
+def test_complete_and_streamed_wavs_give_no_truncation_warning(tmp_path):
+    from streamkit.io.wav_header import wav_truncation
+
+    p = write(tmp_path, "ok.wav", noise(8000, 2), 8000)
+    assert wav_truncation(p) is None
+    sink, r, _ = run_graph(FileSource(path=str(p)))
+    assert sink.samples.shape[0] == 8000 and not any(e.kind == E.SOURCE_STATE for e in r.events)
+    # a header written for a pipe ("unknown length": 0xFFFFFFFF) is not a truncation
+    data = bytearray(p.read_bytes())
+    i = data.index(b"data")
+    data[i + 4 : i + 8] = b"\xff\xff\xff\xff"
+    p.write_bytes(bytes(data))
+    assert wav_truncation(p) is None
+    assert wav_truncation(tmp_path / "missing.wav") is None

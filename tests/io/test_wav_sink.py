@@ -141,3 +141,53 @@ def test_unwritable_path_is_a_config_error(tmp_path):
     blocker.write_text("x")
     with pytest.raises(ConfigError, match="cannot create"):
         record(np.zeros((10, 1), np.float32), 8000, blocker / "sub" / "a.wav")
+
+
+# ---------------------------------------------------------------- the format of the stream, not of the negotiation
+def test_a_rate_announced_before_the_first_item_recreates_the_file_at_that_rate(tmp_path):
+    from streamkit.core import tags as T
+    from streamkit.core.tags import FormatChange
+    from streamkit.core.types import StreamSpec
+
+    true = Fraction("11999.028")
+    x = (0.1 * rng.standard_normal((6000, 1))).astype(np.float32)
+    p = tmp_path / "rec.wav"
+    w, st = record(x, KIWI_RATE, p, tags=[(0, T.FORMAT, FormatChange(StreamSpec(true, 1, np.float32)))], subtype="FLOAT")
+    assert st["state"] == "stopped" and not st["fatal"]
+    info = sf.info(p)
+    assert info.samplerate == 11999 and info.frames == 6000
+    assert "11999.028" in sf.SoundFile(p).comment  # the exact rate, also in the header's LIST INFO
+    side = read_sidecar(p)
+    assert side["rate"] == true and side["file_rate"] == 11999 and side["items"] == 6000 and side["next"] is None
+    assert not (tmp_path / "rec.1.wav").exists()
+
+
+def test_a_rate_change_mid_stream_goes_on_in_a_new_file_with_an_event(tmp_path):
+    from streamkit.core import events as E
+    from streamkit.core import tags as T
+    from streamkit.core.tags import FormatChange
+    from streamkit.core.types import StreamSpec
+
+    x = (0.1 * rng.standard_normal((9000, 1))).astype(np.float32)
+    wide = Fraction("20250.3")
+    p = tmp_path / "rec.wav"
+    g = Graph("rec")
+    g.add(VectorSource(samples=x, rate=KIWI_RATE, sizes=700, tags=[(4000, T.FORMAT, FormatChange(StreamSpec(wide, 1, np.float32)))],
+                       gaps=[(6000, Gap(lost=300, cause=GapCause.RECONNECT))], utc_ns=7), name="src")  # fmt: skip
+    g.add(WavSink(path=str(p), subtype="FLOAT"), name="wav")
+    g.connect("src", "wav")
+    r = Runner(g, stats_interval_s=0, keep_events=True, threaded_events=False)
+    st = r.run()
+    assert st["state"] == "stopped" and not st["fatal"]
+    a, _ = sf.read(p, dtype="float32", always_2d=True)
+    b, _ = sf.read(tmp_path / "rec.1.wav", dtype="float32", always_2d=True)
+    np.testing.assert_array_equal(np.concatenate([a, b]), x)  # nothing lost, nothing added
+    assert sf.info(p).samplerate == 12001 and sf.info(tmp_path / "rec.1.wav").samplerate == 20250
+    s0, s1 = read_sidecar(p), read_sidecar(tmp_path / "rec.1.wav")
+    assert s0["rate"] == Fraction("12001.188") and s0["items"] == 4000 and s0["next"] == "rec.1.wav" and s0["previous"] is None
+    assert s1["rate"] == wide and s1["items"] == 5000 and s1["stream_offset"] == 4000 and s1["previous"] == "rec.wav" and s1["next"] is None
+    assert [(t["offset"], t["lost"]) for t in s1["tags"] if t["key"] == "sk:gap"] == [(2000, 300)]  # offsets within the file
+    ev = [e for e in r.events if e.kind == "record.file"]
+    assert len(ev) == 1 and ev[0].span == (4000, 4000)
+    assert ev[0].payload["path"] == str(tmp_path / "rec.1.wav") and ev[0].payload["rate"] == str(wide) and "12001.2 Hz to 20250.3 Hz" in ev[0].payload["reason"]
+    assert not any(e.kind == E.BLOCK_ERROR for e in r.events)

@@ -167,6 +167,28 @@ def test_no_speech_tags_no_decoding(tmp_path):
     assert asr_events(r) == []
 
 
+def test_start_runs_the_whole_path_once_without_events(tmp_path, monkeypatch):
+    """Warm-up: start() runs features, encoder and search on a dummy utterance (torch's first calls,
+    any JIT), so the first live utterance does not pay for them; nothing of it is emitted."""
+    path = make_model(tmp_path)
+    calls = {"encoder": 0, "result": 0}
+    enc, res = RnntModel.encoder_step, MultiDecoder.result
+
+    def encoder_step(self, *a, **k):
+        calls["encoder"] += 1
+        return enc(self, *a, **k)
+
+    def result(self, *a, **k):
+        calls["result"] += 1
+        return res(self, *a, **k)
+
+    monkeypatch.setattr(RnntModel, "encoder_step", encoder_step)
+    monkeypatch.setattr(MultiDecoder, "result", result)
+    r = run_block(RnntAsr(model=path), signal(0.5), rate=RATE, sizes=800)  # no speech tags: nothing to decode
+    assert calls["encoder"] >= 1 and calls["result"] >= 1
+    assert asr_events(r) == []
+
+
 def test_always_mode_cuts_long_utterances_and_gaps(tmp_path):
     path = make_model(tmp_path, variant="multisoftmax", symbols=False)
     x = signal(2.0)
