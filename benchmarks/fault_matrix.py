@@ -9,19 +9,22 @@ kinds, ``close_mid_frame``, ``stall``, ``slow``, ``max_frames``, ``kick``, ``ina
 and restarted on the same port, true rates other than 12001.188 Hz (11999.028, 20250.3; also with
 ``--record``), IQ and PCM transports, redirects to an IPv4 and to an IPv6 URL (with ``--password``
 given for the first server: the row says whether the password reached the second), and a stalled
-console consumer (stdout a 4 KiB pipe nobody reads, no ``--quiet``; after ``D + 20`` s the reader
-goes away).
+console consumer (no ``--quiet``; stdout a 4 KiB pipe already holding 3.5 KiB, never read, as a
+64 KiB pipe is once full; after ``D + 20`` s the reader goes away).
 
 Columns: samples delivered and reported lost (from the station's JSONL events), the expected
 stream and accounted % (:mod:`streamkit.eval.accounting`: every sample the server generated, each
 outage between connections at the true rate, up to where the client's stream ended, plus whatever
 of the requested ``D`` s never came), reconnect attempts, the exit status, the longest time the event
-files did not grow while the monitor ran, tracebacks (client stderr/stdout and emulator logs) and the message a user sees (the
-first ``streamkit: error`` line, else the station's last fatal/closed/retrying reason, else the
-summary line). ``expect``: ``stream`` rows should deliver the whole ``D`` s with every loss
-reported; ``stop`` rows should stop with a reason and a non-zero exit status. A row is ``ok`` when
-its accounting is within tolerance (exact without reconnects; 0.1 s of audio per reconnect
-otherwise), its expectation holds and nothing printed a traceback.
+files did not grow while the monitor ran (polled), tracebacks (client stderr/stdout and emulator
+logs) and the message a user sees (the first ``streamkit: error`` line, else the station's last
+fatal/closed/retrying reason, else the summary line). ``expect``: ``stream`` rows should deliver the
+whole ``D`` s with every loss reported and exit 0; ``stop`` rows should stop with a reason and a
+non-zero exit status. A row is ``ok`` when its accounting is within tolerance (exact without
+reconnects; 0.1 s of audio per reconnect otherwise), no malformed frame was passed on as audio
+without a reported loss, its expectation holds, the monitor ended by
+itself (no SIGINT needed), the event files never stood still for more than 5 s, nothing printed a
+traceback, and (redirects) the password stayed with the first server.
 
     python benchmarks/fault_matrix.py [--duration 6] [--only NAME,NAME] [--list] [--out PATH]
 
@@ -362,6 +365,7 @@ def run_scenario(sc: Scenario, duration: float, python: str = sys.executable) ->
     checks = {
         "accounted": acc.accounted_pct is None or abs(acc.unaccounted) <= reconnect_tolerance,
         "no_traceback": tracebacks == 0,
+        "no_malformed_passed": acc.malformed_passed == 0,
         "ended_by_itself": "SIGINT" not in how and "SIGKILL" not in how,
         "events_live": watch.max_stall_s is not None and watch.max_stall_s <= 5.0,
         "expectation": (acc.missing_tail == 0 and rc == 0) if sc.expect == "stream" else (rc not in (0, None) and bool(message.strip())),
@@ -383,6 +387,7 @@ def run_scenario(sc: Scenario, duration: float, python: str = sys.executable) ->
         "covered": acc.covered,
         "missing_tail": acc.missing_tail,
         "unaccounted": acc.unaccounted,
+        "malformed_passed": acc.malformed_passed,
         "accounted_pct": None if acc.accounted_pct is None else round(acc.accounted_pct, 3),
         "tolerance": reconnect_tolerance,
         "gaps_by_cause": client.gaps_by_cause,
@@ -417,13 +422,16 @@ def _cell(text: str, n: int = 70) -> str:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    head = "| scenario | expect | delivered | lost | expected | accounted % | reconnects | exit | event file max stall s | tracebacks | ok | message a user sees / notes |"
-    lines = [head, "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|---|"]
+    head = (
+        "| scenario | expect | delivered | lost | expected | unaccounted | accounted % | reconnects | exit | event file max stall s | tracebacks | ok "
+        "| message a user sees / notes |"
+    )
+    lines = [head, "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---|"]
     for r in rows:
         pct = "n/a" if r["accounted_pct"] is None else f"{r['accounted_pct']:.2f}"
         msg = r["message"] + (" — " + "; ".join(r["notes"]) if r["notes"] else "")
         lines.append(
-            f"| {r['name']} | {r['expect']} | {r['delivered']} | {r['lost']} | {r['expected']} | {pct} | {r['reconnects']} | {_cell(r['exit'], 40)} | "
+            f"| {r['name']} | {r['expect']} | {r['delivered']} | {r['lost']} | {r['expected']} | {r['unaccounted']} | {pct} | {r['reconnects']} | {_cell(r['exit'], 40)} | "
             f"{r['event_file_max_stall_s']} | {r['tracebacks']} | {'yes' if r['ok'] else '**no**'} | {_cell(msg, 160)} |"
         )
     return "\n".join(lines)

@@ -20,7 +20,8 @@ with its loop time, first sample index, length and fate (``sent``, ``dropped``, 
   server's clock (the client estimates the same outage on its own clock);
 * on the last connection, the samples up to where the client's stream ended: its last segment's
   delivered count, walked along that connection's well-formed frames (samples of dropped or
-  malformed frames on the way are expected, and must have been reported lost). What the server
+  malformed frames on the way are expected, and must have been reported lost; a malformed frame
+  the client's reports do not cover is taken as passed on, and counted apart). What the server
   sent after the client stopped (the end of a ``--duration`` run) is not part of the stream;
 * when the client stopped short of the stream it asked for (``requested``), the missing remainder.
 
@@ -54,6 +55,8 @@ class ClientReport:
     gaps_by_cause: dict[str, int] = field(default_factory=dict)
     reconnect_offsets: tuple[int, ...] = ()
     """Stream index of each reconnect gap (the first item of each later connection)."""
+    gaps: tuple[tuple[int, int | None, str], ...] = ()
+    """``(stream index, lost, cause)`` of every gap, in order."""
     retries: int = 0
     """``source.state`` ``retrying`` events (reconnect attempts, failed ones included)."""
     rate: float | None = None
@@ -103,6 +106,7 @@ def client_report(events: Iterable[Mapping[str, Any]]) -> ClientReport:
     unknown = 0
     causes: Counter[str] = Counter()
     reconnects: list[int] = []
+    gaps: list[tuple[int, int | None, str]] = []
     retries = 0
     rate: float | None = None
     states: list[tuple[str, str]] = []
@@ -124,8 +128,9 @@ def client_report(events: Iterable[Mapping[str, Any]]) -> ClientReport:
                 unknown += 1
             else:
                 lost += int(p["lost"])
+            span = ev.get("span") or [0, 0]
+            gaps.append((int(span[0]), None if p.get("lost") is None else int(p["lost"]), cause))
             if cause == "reconnect":
-                span = ev.get("span") or [0, 0]
                 reconnects.append(int(span[0]))
         elif kind == "source.state":
             state = str(p.get("state", ""))
@@ -152,6 +157,7 @@ def client_report(events: Iterable[Mapping[str, Any]]) -> ClientReport:
         unknown_gaps=unknown,
         gaps_by_cause=dict(causes),
         reconnect_offsets=tuple(reconnects),
+        gaps=tuple(gaps),
         retries=retries,
         rate=rate,
         states=tuple(states),
@@ -188,20 +194,31 @@ class ServerStream:
         last = self.frames[-1]
         return last.start + last.n
 
-    def position_after(self, delivered: int) -> tuple[int, int]:
-        """``(sample index, excess)``: where a client that delivered ``delivered`` samples of this
-        connection (every well-formed frame in order) stands; ``excess`` is what it delivered beyond
-        the well-formed frames (0 when consistent)."""
-        d = delivered
+    def position_after(self, delivered: int, reported_lost: int = 0) -> tuple[int, int, int]:
+        """Where a client that delivered ``delivered`` samples of this connection and reported
+        ``reported_lost`` lost on it stands: ``(sample index, excess, malformed frames passed on)``.
+
+        Every well-formed frame is delivered, in order; a dropped, cut or malformed frame is one the
+        client reported lost while its report covers it; a malformed frame beyond that is taken as
+        passed on (counted in the third figure: a correct client reports it lost); a dropped frame
+        beyond it vanished silently (it stays expected). ``excess``: what the client delivered
+        beyond the frames (0 when consistent).
+        """
+        d, budget, passed = delivered, reported_lost, 0
         if d <= 0:
-            return 0, 0
+            return 0, 0, 0
         for f in self.frames:
             if f.status != "sent":
-                continue
+                if budget >= f.n:
+                    budget -= f.n
+                    continue
+                if not f.status.startswith("malformed"):
+                    continue
+                passed += 1
             if d <= f.n:
-                return f.start + d, 0
+                return f.start + d, 0, passed
             d -= f.n
-        return self.generated, d
+        return self.generated, d, passed
 
     @classmethod
     def from_frames(cls, frames: Iterable[Any]) -> ServerStream | None:
@@ -226,6 +243,8 @@ class Accounting:
     """``100 * (delivered + lost) / expected``; None when nothing was expected."""
     unaccounted: int
     """``expected - delivered - lost``: > 0 vanished silently, < 0 over-reported."""
+    malformed_passed: int = 0
+    """Malformed frames of the last connection the client passed on instead of reporting them lost."""
     notes: tuple[str, ...] = ()
 
 
@@ -247,6 +266,7 @@ def account(client: ClientReport, streams: Sequence[ServerStream], rate: float, 
         notes.append(f"{client.unknown_gaps} gaps of unknown size")
     ordered = sorted(streams, key=lambda s: s.frames[0].t)
     covered = 0
+    malformed_passed = 0
     if ordered:
         if len(client.reconnect_offsets) + 1 != len(ordered):
             notes.append(f"client saw {len(client.reconnect_offsets) + 1} connections, server streamed {len(ordered)}")
@@ -255,11 +275,16 @@ def account(client: ClientReport, streams: Sequence[ServerStream], rate: float, 
             first = nxt.frames[0]
             outage_s = (first.t - first.n / rate) - prev.frames[-1].t
             covered += max(0, round(outage_s * rate))
-        last_segment = delivered - (client.reconnect_offsets[-1] if client.reconnect_offsets else 0)
-        pos, excess = ordered[-1].position_after(last_segment)
+        seg_start = client.reconnect_offsets[-1] if client.reconnect_offsets else 0
+        last_segment = delivered - seg_start
+        seg_lost = sum(lost or 0 for at, lost, cause in client.gaps if at >= seg_start and cause != "reconnect")
+        pos, excess, passed = ordered[-1].position_after(last_segment, seg_lost)
+        if passed:
+            malformed_passed = passed
+            notes.append(f"{passed} malformed frame(s) passed on, not reported lost")
         covered += pos
         if excess:
-            notes.append(f"{excess} samples delivered beyond the last connection's well-formed frames")
+            notes.append(f"{excess} samples delivered beyond the last connection's frames")
     elif delivered:
         notes.append("samples delivered but no server connection streamed")
     missing = max(0, requested - delivered) if requested is not None else 0
@@ -275,5 +300,6 @@ def account(client: ClientReport, streams: Sequence[ServerStream], rate: float, 
         missing_tail=missing,
         accounted_pct=pct,
         unaccounted=expected - delivered - client.lost,
+        malformed_passed=malformed_passed,
         notes=tuple(notes),
     )

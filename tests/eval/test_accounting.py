@@ -107,6 +107,16 @@ def test_inconsistent_counts_are_noted() -> None:
     assert any("beyond the last connection" in n for n in a.notes)
 
 
+def test_a_malformed_frame_is_reported_lost_or_counted_as_passed_on() -> None:
+    srv = frames(10, status={3: "malformed:odd_payload"})
+    reported = account(client_report([gap(3 * N, N), final_stats(6 * N)]), [srv], RATE)
+    assert (reported.expected, reported.unaccounted, reported.malformed_passed) == (7 * N, 0, 0)
+    # accepted without a gap (a client decoding what it should reject): its samples count as delivered
+    passed = account(client_report([final_stats(6 * N)]), [srv], RATE)
+    assert (passed.expected, passed.unaccounted, passed.malformed_passed) == (6 * N, 0, 1)
+    assert "1 malformed frame(s) passed on, not reported lost" in passed.notes
+
+
 def test_read_jsonl_skips_a_cut_last_line(tmp_path: Path) -> None:
     p = tmp_path / "st.jsonl"
     p.write_text(json.dumps(final_stats(5)) + "\n" + '{"kind": "stream.ga', encoding="utf-8")
