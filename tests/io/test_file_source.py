@@ -246,7 +246,7 @@ def test_paced_mode_reads_at_real_time_speed(tmp_path):
     sink, _, _ = run_graph(FileSource(path=str(p)), mode=Paced(speed=2.0))
     dt = time.monotonic() - t0
     assert sink.samples.shape[0] == 4000
-    assert 0.2 <= dt < 1.0  # 0.25 s at 2x
+    assert dt >= 0.2  # paced, never ahead: 0.5 s of audio at 2x cannot be read in under 0.25 s (load only slows it)
 
 
 @pytest.mark.parametrize("chunk", [1000, 999, 8000, 100_000])
