@@ -81,15 +81,6 @@ def machine_info() -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- commands
-def demo_graph(name: str = "demo", seed: int = 1) -> Graph:
-    """The built-in demo graph: a synthetic KiwiSDR-rate signal (12001.188 Hz) with speech-like
-    bursts and simulated packet loss -> high-pass -> resample to 8 kHz -> level meter -> energy VAD."""
-    path = Path(__file__).parent / "graphs" / "demo.yaml"
-    g = Graph.from_spec(path)
-    g.name = name
-    return g
-
-
 def cmd_monitor(a: argparse.Namespace) -> int:
     from streamkit.monitor import run_monitor
 
