@@ -331,14 +331,16 @@ def format_rtf_table(st: dict[str, Any]) -> str:
 def cmd_bench(a: argparse.Namespace) -> int:
     spec = Graph.from_spec(a.graph).to_spec()  # validates the file once, up front
     Graph.from_spec(spec).build()
+    from streamkit.io.outputs import check_output_path, write_text
+
+    check_output_path(a.json or f"bench-{spec.get('name', 'graph')}.json")  # refused before the runs, not after
     st = bench_graph(spec, repeat=a.repeat, chunk_ms=a.chunk_ms, threads=a.threads, duration=a.duration)
     print(f"graph {st['graph']}: FreeRun, chunk {a.chunk_ms:g} ms, threads {a.threads}, best of {a.repeat}")
     print(format_rtf_table(st))
     out = Path(a.json) if a.json else Path(f"bench-{st['graph']}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
     result = {"graph_file": str(a.graph), "chunk_ms": a.chunk_ms, "threads": a.threads, "repeat": a.repeat, "machine": machine_info(),
               "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "stats": st}  # fmt: skip
-    out.write_text(json.dumps(result, indent=2, default=str))
+    write_text(out, json.dumps(result, indent=2, default=str))
     print(f"wrote {out}")
     return 0
 
