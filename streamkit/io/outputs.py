@@ -226,3 +226,19 @@ def write_audio(path: str | os.PathLike[str], data: Any, rate: int, *, subtype: 
     with atomic_output(path, "wb", durable=durable) as f:
         sf.write(f, data, rate, subtype=subtype, format=fmt)
     return Path(path)
+
+
+def open_soundfile(path: str | os.PathLike[str], **kw: Any) -> Any:
+    """``soundfile.SoundFile(path, mode="w", **kw)`` for a recording, opened through :func:`open_stream_fd`
+    (a symlink, FIFO, device ... is refused; an existing regular file is truncated). The SoundFile
+    owns the descriptor (``close()`` closes it)."""
+    import soundfile as sf
+
+    fd = open_stream_fd(path, read=True)  # read-write: libsndfile seeks back to finish the header
+    try:
+        return sf.SoundFile(fd, mode="w", closefd=True, **kw)
+    except sf.LibsndfileError:  # raised after sf_open_fd failed, which has closed the descriptor already
+        raise
+    except BaseException:  # soundfile refused the arguments before handing the descriptor over
+        os.close(fd)
+        raise

@@ -27,7 +27,7 @@ from streamkit.core.errors import ConfigError
 from streamkit.core.registry import register
 from streamkit.core.tags import GAP, TIME, Gap, GapCause, TimeAnchor
 from streamkit.core.types import Chunk, StreamSpec
-from streamkit.io.outputs import OutputPathError, check_output_path, open_stream_fd, write_text
+from streamkit.io.outputs import OutputPathError, check_output_path, open_soundfile, write_text
 
 if TYPE_CHECKING:
     import soundfile
@@ -102,7 +102,6 @@ class WavSink(Sink):
         self.sidecar = bool(sidecar)
         self._spec: StreamSpec | None = None
         self._sf: soundfile.SoundFile | None = None
-        self._fd = -1  # the descriptor self._sf writes through (closed after it in stop())
         self._started_once = False
         self._reset_counters()
 
@@ -136,20 +135,15 @@ class WavSink(Sink):
             raise ConfigError(f"io.wav_sink: soundfile/libsndfile unavailable: {exc}") from None
         if not sf.check_format(self._format, self.subtype):
             raise ConfigError(f"io.wav_sink: {self._format} cannot store subtype {self.subtype}")
-        fd = -1
         try:
             if self.sidecar:
                 check_output_path(self.path + ".json")  # refused now, not when the recording ends
-            fd = open_stream_fd(self.path, read=True)  # refuses a symlink, FIFO, device ... (OutputPathError)
-            self._sf = sf.SoundFile(fd, mode="w", samplerate=self._file_rate, channels=self._file_channels,
-                                    subtype=self.subtype, format=self._format, closefd=False)  # fmt: skip
-        except OutputPathError:
+            self._sf = open_soundfile(self.path, samplerate=self._file_rate, channels=self._file_channels,
+                                      subtype=self.subtype, format=self._format)  # fmt: skip
+        except OutputPathError:  # a symlink, FIFO, device ... at the path: said as it is
             raise
         except Exception as exc:
-            if fd >= 0:
-                os.close(fd)
             raise ConfigError(f"io.wav_sink: cannot create {self.path}: {str(exc).strip() or type(exc).__name__}") from None
-        self._fd = fd
         self._started_once = True
 
     def consume(self, chunk: Chunk, ctx: Context | None) -> None:
@@ -186,12 +180,6 @@ class WavSink(Sink):
             f.close()
         except Exception:
             log.exception("io.wav_sink: closing %s failed", self.path)
-        fd, self._fd = self._fd, -1
-        if fd >= 0:
-            try:
-                os.close(fd)
-            except OSError:
-                log.exception("io.wav_sink: closing %s failed", self.path)
         if self.sidecar:
             try:
                 write_text(self.path + ".json", json.dumps(self.describe(), indent=1))

@@ -18,6 +18,7 @@ from streamkit.io.outputs import (
     OutputPathError,
     atomic_output,
     check_output_path,
+    open_soundfile,
     open_stream,
     open_stream_fd,
     write_audio,
@@ -138,6 +139,21 @@ def test_open_stream_appends_or_truncates_regular_files(tmp_path):
         assert os.read(fd, 10) == b"c\n"
     finally:
         os.close(fd)
+
+
+def test_open_soundfile_writes_and_leaks_no_descriptor_on_errors(tmp_path):
+    p = tmp_path / "rec.wav"
+    p.write_bytes(b"old recording, longer than the new one" * 100)
+    with open_soundfile(p, samplerate=8000, channels=1, subtype="PCM_16", format="WAV") as f:
+        f.write(np.full(80, 0.25, np.float32))
+    y, rate = sf.read(p, dtype="float32")
+    assert rate == 8000 and y.shape == (80,) and np.allclose(y, 0.25, atol=1e-4)
+    fds = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(ValueError):  # refused by soundfile before libsndfile gets the descriptor
+        open_soundfile(p, samplerate=8000, channels=1, subtype="VORBIS", format="WAV")
+    with pytest.raises(RuntimeError):  # refused by libsndfile, which closes the descriptor itself
+        open_soundfile(p, samplerate=8000, channels=0, format="WAV")
+    assert len(os.listdir("/proc/self/fd")) == fds
 
 
 # -------------------------------------------------------------------------------- streaming sinks
