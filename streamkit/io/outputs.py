@@ -126,17 +126,13 @@ def atomic_output(path: str | os.PathLike[str], mode: str = "w", *, encoding: st
         except FileExistsError:
             continue
     try:
-        try:
-            old = os.lstat(p)
-            if stat.S_ISREG(old.st_mode):
-                os.chmod(fd, stat.S_IMODE(old.st_mode))  # replacing a file keeps its permissions
-        except FileNotFoundError:
-            pass
-        if mode == "wb":
-            f: IO[Any] = os.fdopen(fd, "wb")
-        else:
-            f = os.fdopen(fd, "w", encoding=encoding, newline=newline)
+        # the file object owns the descriptor from here on (closed with it, also on errors)
+        f: IO[Any] = os.fdopen(fd, "wb") if mode == "wb" else os.fdopen(fd, "w", encoding=encoding, newline=newline)
         with f:
+            with contextlib.suppress(FileNotFoundError):
+                old = os.lstat(p)
+                if stat.S_ISREG(old.st_mode):
+                    os.chmod(f.fileno(), stat.S_IMODE(old.st_mode))  # replacing a file keeps its permissions
             yield f
             f.flush()
             if durable:
