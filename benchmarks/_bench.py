@@ -16,6 +16,7 @@ import numpy as np
 from streamkit.core.block import ErrorPolicy
 from streamkit.core.graph import Graph
 from streamkit.core.runtime import Runner
+from streamkit.io.outputs import write_text
 
 
 def read_fixed(path: str, rate: int, n: int) -> np.ndarray:
@@ -62,7 +63,6 @@ def best_of(fn: Callable[[], Any], repeat: int) -> float:
 def write_result(path: str | Path, result: dict[str, Any]) -> int:
     """Write a benchmark's result JSON (parents created), say so on stderr by file name only; returns 0 (the exit code)."""
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    write_text(out, json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {out.name}", file=sys.stderr)
     return 0

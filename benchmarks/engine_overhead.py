@@ -35,6 +35,7 @@ from streamkit.core.clock import FreeRun  # noqa: E402
 from streamkit.core.graph import Graph  # noqa: E402
 from streamkit.core.runtime import Runner  # noqa: E402
 from streamkit.io.collect import VectorSource  # noqa: E402
+from streamkit.io.outputs import write_text  # noqa: E402
 
 RATE = 16000
 CHUNK = 160  # 10 ms
@@ -148,7 +149,7 @@ def main() -> int:
     print(f"machine: {mi.get('cpu', '?')}, {mi['cpu_count']} cores, Python {mi['python']}, numpy {mi['numpy']}")
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"benchmark": "engine_overhead", "seconds": a.seconds, "chunk_items": CHUNK, "rate": RATE, "blocks": N_BLOCKS,
+    write_text(out, json.dumps({"benchmark": "engine_overhead", "seconds": a.seconds, "chunk_items": CHUNK, "rate": RATE, "blocks": N_BLOCKS,
                                "repeat": a.repeat, "rows": rows, "machine": mi,
                                "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                "command": "python benchmarks/engine_overhead.py"}, indent=2))  # fmt: skip

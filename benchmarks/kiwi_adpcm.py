@@ -51,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from streamkit import native  # noqa: E402
 from streamkit.cli import machine_info  # noqa: E402
 from streamkit.io.kiwi_emulator import quantize, speech_like  # noqa: E402
+from streamkit.io.outputs import write_text  # noqa: E402
 from streamkit.protocols.adpcm import AdpcmDecoder, AdpcmEncoder, adpcm_decode_kernel, decode_reference, warmup  # noqa: E402
 from streamkit.protocols.kiwi import AudioFrame, KiwiClientProtocol, SndFlag, build_snd_frame  # noqa: E402
 
@@ -281,7 +282,7 @@ def main() -> int:
     print(f"machine: {mi.get('cpu', '?')}, {mi['cpu_count']} cores, Python {mi['python']}, numpy {mi['numpy']}, numba {mi.get('numba')}")
     out_path = Path(a.out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path.write_text(json.dumps({
+    write_text(out_path, json.dumps({
         "benchmark": "kiwi_adpcm", "rate_hz": RATE, "frame_bytes": FRAME_BYTES, "frames": n_frames, "audio_s": audio_s,
         "repeat": a.repeat, "pinned_cpu": a.cpu, "target_x_realtime": TARGET_X, "rows": rows, "notes": notes,
         "native_library": native.library_path().name if native.available() else None,

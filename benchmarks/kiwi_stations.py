@@ -82,6 +82,7 @@ from streamkit.core.runtime import MultiRunner, Runner  # noqa: E402
 from streamkit.dsp.resample import Resample, soxr_lag_items  # noqa: E402
 from streamkit.io.kiwi_emulator import EmulatorConfig  # noqa: E402
 from streamkit.io.kiwi_source import KiwiLoop, KiwiSource  # noqa: E402
+from streamkit.io.outputs import write_text  # noqa: E402
 from streamkit.protocols.adpcm import AdpcmDecoder  # noqa: E402
 from streamkit.protocols.kiwi import KiwiClientProtocol  # noqa: E402
 
@@ -883,7 +884,7 @@ def main() -> int:
             / f"kiwi_stations_profile{'' if compression else '_pcm'}{'_pollall' if a.scheduler == 'poll-all' else ''}.json"
         )
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(out, indent=2, default=str))
+        write_text(path, json.dumps(out, indent=2, default=str))
         print(f"wrote {path}")
         return 0
 
@@ -949,7 +950,7 @@ def main() -> int:
         a.out or REPO / "benchmarks" / "results" / f"kiwi_stations{'' if compression else '_pcm'}{'_pollall' if a.scheduler == 'poll-all' else ''}.json"
     )
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2, default=str))
+    write_text(path, json.dumps(out, indent=2, default=str))
     print(f"wrote {path}")
     return 0
 

@@ -37,6 +37,7 @@ import torch  # noqa: E402
 from rnnt_multilingual import pick  # noqa: E402
 
 from streamkit.cli import machine_info  # noqa: E402
+from streamkit.io.outputs import write_text  # noqa: E402
 from streamkit.models.rnnt import load_model  # noqa: E402
 from streamkit.models.rnnt_lexicon import model_lexicons, word_lists  # noqa: E402
 from streamkit.models.rnnt_search import MultiDecoder  # noqa: E402
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text(out, json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {out.name}", file=sys.stderr)
     return 0
 

@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from streamkit.cli import machine_info  # noqa: E402
+from streamkit.io.outputs import write_text  # noqa: E402
 from streamkit.models.rnnt import load_model  # noqa: E402
 from streamkit.models.rnnt_search import MultiDecoder  # noqa: E402
 from streamkit.train.rnnt import AsrCorpus, _spread, compute_logmel, stacked  # noqa: E402
@@ -170,7 +171,7 @@ def main() -> int:
         + f" --limit {a.limit}",
     }
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    write_text(a.out, json.dumps(out, indent=1) + "\n", encoding="utf-8")
     print(f"\nwrote {a.out.relative_to(ROOT) if a.out.is_relative_to(ROOT) else a.out}")
     return 0
 

@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _bench import best_of  # noqa: E402  (benchmarks/_bench.py: the script directory is on sys.path)
 
 from streamkit.cli import machine_info  # noqa: E402
+from streamkit.io.outputs import write_text  # noqa: E402
 from streamkit.models.rnnt_loss import rnnt_loss  # noqa: E402
 
 VARIANTS = ("ab", "diag")
@@ -108,7 +109,8 @@ def main() -> int:
     print(f"machine: {mi.get('cpu', '?')}, {mi['cpu_count']} cores, Python {mi['python']}, torch {mi.get('torch')}")
     out_path = Path(a.out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path.write_text(
+    write_text(
+        out_path,
         json.dumps(
             {
                 "benchmark": "rnnt_loss",
@@ -125,7 +127,7 @@ def main() -> int:
                 "command": "python benchmarks/rnnt_loss.py " + " ".join(sys.argv[1:]),
             },
             indent=2,
-        )
+        ),
     )
     print(f"wrote {out_path}")
     return 0

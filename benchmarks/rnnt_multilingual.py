@@ -77,6 +77,7 @@ import torch  # noqa: E402
 
 from streamkit.cli import machine_info  # noqa: E402
 from streamkit.core.tags import SPEECH, SpeechBoundary  # noqa: E402
+from streamkit.io.outputs import write_text  # noqa: E402
 from streamkit.models import rnnt as rnnt_mod  # noqa: E402
 from streamkit.models.rnnt_stream import RnntAsr, parse_lid_prior  # noqa: E402
 from streamkit.testing import run_block  # noqa: E402
@@ -503,7 +504,7 @@ def _run(a: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(out, indent=1, default=float) + "\n")
+    write_text(a.out, json.dumps(out, indent=1, default=float) + "\n")
     print(f"\nwrote {a.out.resolve().relative_to(ROOT) if a.out.resolve().is_relative_to(ROOT) else a.out.name}")
     return 0
 

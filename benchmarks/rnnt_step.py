@@ -39,6 +39,7 @@ from _bench import best_of  # noqa: E402  (benchmarks/_bench.py)
 
 import streamkit.models.rnnt as rnnt_mod  # noqa: E402
 from streamkit.cli import machine_info  # noqa: E402
+from streamkit.io.outputs import write_text  # noqa: E402
 from streamkit.models.lstm_step import lstm_step  # noqa: E402
 from streamkit.models.rnnt import load_model  # noqa: E402
 
@@ -164,7 +165,7 @@ def main() -> int:
     print(f"machine: {mi.get('cpu', '?')}, {mi['cpu_count']} cores, Python {mi['python']}, torch {mi.get('torch')}")
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
+    write_text(out, json.dumps({
         "benchmark": "rnnt_step",
         "command": "python benchmarks/rnnt_step.py " + " ".join(_args_without_out(sys.argv[1:])),
         "weights": a.weights.name,

@@ -37,6 +37,7 @@ from _bench import read_fixed, run_block_stats  # noqa: E402  (benchmarks/_bench
 from streamkit.cli import machine_info  # noqa: E402
 from streamkit.core.graph import Graph  # noqa: E402
 from streamkit.io.collect import CollectSink, VectorSource  # noqa: E402
+from streamkit.io.outputs import write_text  # noqa: E402
 from streamkit.models.sad_dnn import BACKENDS, DEFAULT_WEIGHTS, SadDnnStream, dnn_raw_scores, load_weights, n_params  # noqa: E402
 from streamkit.models.sad_dnn_block import SadDnnBlock  # noqa: E402
 
@@ -144,7 +145,7 @@ def main() -> int:
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
+    write_text(Path(a.out), json.dumps(res, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {a.out}")
     return 0
 

@@ -55,6 +55,7 @@ from streamkit.cli import machine_info  # noqa: E402
 from streamkit.eval import sad_systems as ss  # noqa: E402
 from streamkit.eval.sad import Counts, RocCurve, best_f1_point, eer_point  # noqa: E402
 from streamkit.eval.sad_cli import PAPER_TABLE2, score_split, split_files  # noqa: E402
+from streamkit.io.outputs import atomic_output, write_text  # noqa: E402
 
 DEFAULT_CORPUS = ROOT / "benchmarks" / ".cache" / "hfc2h"
 RESULTS = ROOT / "benchmarks" / "results"
@@ -180,7 +181,8 @@ def plot_conditions(rows: list[dict[str, Any]], systems: list[str], path: Path) 
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=min(len(systems), 9), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
-    fig.savefig(path, dpi=90)
+    with atomic_output(path, "wb") as fh:
+        fig.savefig(fh, dpi=90, format="png")
     plt.close(fig)
     return path
 
@@ -291,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(out, indent=1, default=float))
+    write_text(a.out, json.dumps(out, indent=1, default=float))
     print(f"\nwrote {a.out.relative_to(ROOT) if a.out.is_relative_to(ROOT) else a.out}" + (f" and {png.name}" if png else ""))
     return 0
 

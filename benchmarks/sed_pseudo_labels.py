@@ -62,6 +62,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from streamkit.cli import machine_info  # noqa: E402
+from streamkit.io.outputs import write_text  # noqa: E402
 from streamkit.models.sed_crnn import SedConfig, SedModel, events_to_frames  # noqa: E402
 from streamkit.train.sed import SedCorpus, hysteresis_mask, positive_frames, predict_frames, score_probs  # noqa: E402
 from streamkit.train.sed_augment import mel_shift  # noqa: E402
@@ -304,7 +305,7 @@ def _report(a: argparse.Namespace, model: SedModel, heads: tuple[str, str], info
         + ("" if a.clips is None else f" --clips {a.clips}"),
     }
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    write_text(a.out, json.dumps(out, indent=1) + "\n", encoding="utf-8")
     print(f"\nwrote {a.out.resolve().relative_to(ROOT) if a.out.resolve().is_relative_to(ROOT) else a.out.name}")
     return 0
 

@@ -44,6 +44,7 @@ from _bench import read_fixed, run_block_stats  # noqa: E402  (benchmarks/_bench
 from streamkit.cli import machine_info  # noqa: E402
 from streamkit.core.graph import Graph  # noqa: E402
 from streamkit.io.collect import VectorSource  # noqa: E402
+from streamkit.io.outputs import write_text  # noqa: E402
 from streamkit.models.sed_crnn import SedConfig, SedModel, load_model, log_mel, n_params, save_model  # noqa: E402
 from streamkit.models.sed_stream import SedBlock, SedEngine  # noqa: E402
 
@@ -224,7 +225,7 @@ def main() -> int:
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
+    write_text(Path(a.out), json.dumps(res, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {a.out}")
     if tmp is not None:
         tmp.cleanup()

@@ -44,6 +44,7 @@ from streamkit.core.graph import Graph  # noqa: E402
 from streamkit.core.registry import lookup  # noqa: E402
 from streamkit.core.runtime import Runner  # noqa: E402
 from streamkit.dsp.stat_sad import DECISION_DEFAULTS, stat_sad_scores  # noqa: E402
+from streamkit.io.outputs import write_text  # noqa: E402
 
 RATE = 8000
 TARGET_RTF = 0.0005
@@ -156,7 +157,7 @@ def main() -> int:
     print(f"machine: {mi.get('cpu', '?')}, {mi['cpu_count']} cores, Python {mi['python']}, numpy {mi['numpy']}, numba {mi.get('numba')}")
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
+    write_text(out, json.dumps({
         "benchmark": "stat_sad_native", "signal": f"io.demo_signal rate=8000 seed={SEED}", "audio_s": audio_s, "repeat": a.repeat,
         "chunk_ms": a.chunk_ms, "threads": 1, "pinned_cpu": a.cpu, "target_rt_factor": TARGET_RTF, "target_ratio_numba_over_c": TARGET_RATIO,
         "rows": rows, "ratio_numba_over_c": ratios, "max_abs_score_difference": max_diff, "same_decisions": same,

@@ -48,6 +48,7 @@ from streamkit.dsp.stat_sad import ANALYSIS_DEFAULTS, stat_sad_scores  # noqa: E
 from streamkit.eval import sad_systems as ss  # noqa: E402
 from streamkit.eval.rttm import read_rttm_masks  # noqa: E402
 from streamkit.eval.sad import DEFAULT_THRESHOLDS, best_f1_point, eer_point, frames_to_samples, sweep  # noqa: E402
+from streamkit.io.outputs import write_text  # noqa: E402
 
 #: candidate values per parameter (the parameters that matter, sad-spec §4.2 and the paper §3.1)
 SPACE: dict[str, list[Any]] = {
@@ -237,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         "trace": trace,
         "machine": machine_info(),
     }
-    out.write_text(json.dumps(res, indent=1, default=str), encoding="utf-8")
+    write_text(out, json.dumps(res, indent=1, default=str), encoding="utf-8")
     print(f"wrote {out} ({time.time() - t_start:.0f} s, {n_eval} configs)")
     return 0
 

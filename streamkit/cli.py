@@ -83,15 +83,6 @@ def machine_info() -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- commands
-def demo_graph(name: str = "demo", seed: int = 1) -> Graph:
-    """The built-in demo graph: a synthetic KiwiSDR-rate signal (12001.188 Hz) with speech-like
-    bursts and simulated packet loss -> high-pass -> resample to 8 kHz -> level meter -> energy VAD."""
-    path = Path(__file__).parent / "graphs" / "demo.yaml"
-    g = Graph.from_spec(path)
-    g.name = name
-    return g
-
-
 def cmd_monitor(a: argparse.Namespace) -> int:
     from streamkit.monitor import run_monitor
 
@@ -342,14 +333,16 @@ def format_rtf_table(st: dict[str, Any]) -> str:
 def cmd_bench(a: argparse.Namespace) -> int:
     spec = Graph.from_spec(a.graph).to_spec()  # validates the file once, up front
     Graph.from_spec(spec).build()
+    from streamkit.io.outputs import check_output_path, write_text
+
+    check_output_path(a.json or f"bench-{spec.get('name', 'graph')}.json")  # refused before the runs, not after
     st = bench_graph(spec, repeat=a.repeat, chunk_ms=a.chunk_ms, threads=a.threads, duration=a.duration)
     print(f"graph {st['graph']}: FreeRun, chunk {a.chunk_ms:g} ms, threads {a.threads}, best of {a.repeat}")
     print(format_rtf_table(st))
     out = Path(a.json) if a.json else Path(f"bench-{st['graph']}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
     result = {"graph_file": str(a.graph), "chunk_ms": a.chunk_ms, "threads": a.threads, "repeat": a.repeat, "machine": machine_info(),
               "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "stats": st}  # fmt: skip
-    out.write_text(json.dumps(result, indent=2, default=str))
+    write_text(out, json.dumps(result, indent=2, default=str))
     print(f"wrote {out}")
     return 0
 

@@ -306,14 +306,16 @@ class Graph:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the graph file (YAML if the suffix says so, else JSON)."""
+        from streamkit.io.outputs import write_text
+
         p = Path(path)
         spec = self.to_spec()
         if p.suffix.lower() in (".yaml", ".yml"):
             import yaml
 
-            p.write_text(yaml.safe_dump(spec, sort_keys=False))
+            write_text(p, yaml.safe_dump(spec, sort_keys=False))
         else:
-            p.write_text(json.dumps(spec, indent=2))
+            write_text(p, json.dumps(spec, indent=2))
 
 
 def _plain(d: dict[str, Any]) -> dict[str, Any]:

@@ -86,12 +86,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import soundfile as sf
 
 from streamkit.data import wordlists
 from streamkit.data.hf_channel import RATE, ChannelParams, simulate
 from streamkit.data.hf_corpus import _to_i16, clean_labels
 from streamkit.data.tts import VARIANTS, Voice, espeak_version, list_voices, require_espeak, synthesize
+from streamkit.io.outputs import atomic_output, write_audio, write_text
 
 __all__ = [
     "ASR_VARIANTS",
@@ -231,7 +231,7 @@ class Vocab:
         return cls(str(d["lang"]), tuple(d["symbols"]))
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), ensure_ascii=False, indent=1), encoding="utf-8")
+        write_text(path, json.dumps(self.to_dict(), ensure_ascii=False, indent=1))
 
 
 def build_vocab(lang: str, words: Iterable[str] | None = None) -> Vocab:
@@ -306,7 +306,7 @@ def _make_utt(task: dict[str, Any]) -> dict[str, Any]:
             out = _to_i16(sim.received)
             channel = sim.params.to_dict()
     rel = f"{task['split']}/{lang}/{task['id']}.wav"
-    sf.write(Path(task["out"]) / rel, out, RATE, subtype="PCM_16")
+    write_audio(Path(task["out"]) / rel, out, RATE, subtype="PCM_16", durable=False)
     return {
         "id": task["id"],
         "lang": lang,
@@ -474,13 +474,13 @@ def generate(
     for lang, v in vocabs.items():
         v.save(out / "vocab" / f"{lang}.json")
     for lang, ws in subsets.items():
-        (out / "vocab" / f"{lang}.words.txt").write_text("\n".join(ws) + "\n", encoding="utf-8")
+        write_text(out / "vocab" / f"{lang}.words.txt", "\n".join(ws) + "\n")
     counts: dict[str, dict[str, dict[str, Any]]] = {}
     for name in SPLITS:
         recs = [r for s in streams if s["split"] == name for r in s["records"]]
         if not any(s["split"] == name for s in streams):
             continue
-        with open(out / f"{name}.jsonl", "w", encoding="utf-8") as f:
+        with atomic_output(out / f"{name}.jsonl", "w") as f:
             for r in recs:
                 f.write(json.dumps(r, ensure_ascii=False) + "\n")
     for s in streams:
@@ -526,7 +526,7 @@ def generate(
             "jobs": jobs,
         },  # fmt: skip
     }
-    (out / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
+    write_text(out / "manifest.json", json.dumps(manifest, ensure_ascii=False, indent=1))
     return manifest
 
 

@@ -63,12 +63,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import soundfile as sf
 import soxr
 
 from streamkit.data.hf_channel import RATE, ChannelParams, simulate
 from streamkit.data.tts import Voice, espeak_version, list_voices, random_text, require_espeak, synthesize
 from streamkit.eval.rttm import merge_intervals, write_rttm
+from streamkit.io.outputs import write_audio, write_text
 
 __all__ = [
     "FORMAT",
@@ -365,10 +365,10 @@ def _make_file(task: dict[str, Any]) -> dict[str, Any]:
         metrics = file_metrics(clean, received, segs, target=received_speech(sim, len(clean)))
 
     d = out / split
-    sf.write(d / "audio" / f"{fid}.wav", received_i16, RATE, subtype="PCM_16")
+    write_audio(d / "audio" / f"{fid}.wav", received_i16, RATE, subtype="PCM_16", durable=False)
     if task["write_clean"]:
-        sf.write(d / "clean" / f"{fid}.wav", clean_i16, RATE, subtype="PCM_16")
-    write_rttm(d / "rttm" / f"{fid}.rttm", {fid: intervals}, RATE)
+        write_audio(d / "clean" / f"{fid}.wav", clean_i16, RATE, subtype="PCM_16", durable=False)
+    write_rttm(d / "rttm" / f"{fid}.rttm", {fid: intervals}, RATE, durable=False)
     speech = int((intervals[:, 1] - intervals[:, 0]).sum())
     label = {
         "id": fid,
@@ -384,7 +384,7 @@ def _make_file(task: dict[str, Any]) -> dict[str, Any]:
         "interferer": itf_info,
         "metrics": metrics,
     }
-    (d / "labels" / f"{fid}.json").write_text(json.dumps(label, ensure_ascii=False, indent=1), encoding="utf-8")
+    write_text(d / "labels" / f"{fid}.json", json.dumps(label, ensure_ascii=False, indent=1), durable=False)
     return {
         "id": fid,
         "voice": voice.name,
@@ -511,7 +511,7 @@ def generate(
         "voices": {n: voice_sets[i] for i, n in enumerate(SPLITS) if n in files},
         "files": files,
     }
-    (out / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
+    write_text(out / "manifest.json", json.dumps(manifest, ensure_ascii=False, indent=1))
     return manifest
 
 

@@ -76,10 +76,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import soundfile as sf
 from scipy import signal
 
 from streamkit.data.sed_sources import CLASSES, DISTRACTORS, draw_duration, render_distractor, render_event, shift_source
+from streamkit.io.outputs import write_audio, write_text
 
 __all__ = [
     "CLIP_S",
@@ -367,7 +367,7 @@ def make_clip(seed: int, subset: str, index: int, rate: int = 16000, gap: str = 
 
 def _make_clip(task: dict[str, Any]) -> dict[str, Any]:
     c = make_clip(task["seed"], task["subset"], task["index"], task["rate"], task["gap"])
-    sf.write(Path(task["out"]) / task["subset"] / "audio" / f"{task['id']}.wav", c["audio"], task["rate"], subtype="PCM_16")
+    write_audio(Path(task["out"]) / task["subset"] / "audio" / f"{task['id']}.wav", c["audio"], task["rate"], subtype="PCM_16", durable=False)
     keys = ("events", "domain", "background", "room", "mic", "level") + (("distractors",) if "distractors" in c else ())
     return {"id": task["id"], **{k: c[k] for k in keys}}
 
@@ -460,8 +460,8 @@ def generate(
     subsets: dict[str, Any] = {}
     for sub, clips in by_sub.items():
         domain, kind = SUBSETS[sub]
-        (out / sub / "labels.tsv").write_text(_labels_tsv(kind, clips), encoding="utf-8")
-        (out / sub / "meta.json").write_text(json.dumps(clips, indent=1), encoding="utf-8")
+        write_text(out / sub / "labels.tsv", _labels_tsv(kind, clips))
+        write_text(out / sub / "meta.json", json.dumps(clips, indent=1))
         ev = {c: 0 for c in CLASSES}
         for c in clips:
             for e in c["events"]:
@@ -481,7 +481,7 @@ def generate(
         "subsets": subsets,
         "wall_s": round(wall, 2),
     }
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    write_text(out / "manifest.json", json.dumps(manifest, indent=1))
     return manifest
 
 

@@ -104,7 +104,6 @@ def _scale(w: np.ndarray, scaling: str, rate: Fraction) -> float:
     return float(1.0 / np.sqrt(float(rate) * (w * w).sum()))
 
 
-@register("dsp.stft")
 def _configure(blk: Any, n_fft: int | None, nperseg: int | None, hop: int | None, noverlap: int | None, window: Any, center: bool,
                scaling: str) -> None:  # fmt: skip
     """Validate and store the framing shared by :class:`STFT` and :class:`ISTFT`."""
@@ -118,6 +117,7 @@ def _configure(blk: Any, n_fft: int | None, nperseg: int | None, hop: int | None
     blk.n_freq = blk.n_fft // 2 + 1
 
 
+@register("dsp.stft")
 class STFT(WindowBlock):
     """Frames of one-sided spectra, equal to ``scipy.signal.stft`` of the whole signal.
 

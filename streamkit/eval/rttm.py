@@ -31,7 +31,6 @@ import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TextIO
 
 import numpy as np
@@ -304,10 +303,13 @@ def write_rttm(
     *,
     label: str = "speech",
     decimals: int = 6,
+    durable: bool = True,
 ) -> None:
     """Write speech intervals (sample ranges) or boolean masks per file id as RTTM.
 
-    Values of ``per_file`` may be ``(k, 2)`` interval arrays or 1-D boolean masks.
+    Values of ``per_file`` may be ``(k, 2)`` interval arrays or 1-D boolean masks. A path is
+    written atomically and only over a regular file (:func:`streamkit.io.outputs.write_text`;
+    ``durable=False`` skips the fsync, for the many files of a corpus).
     """
     buf = io.StringIO()
     for file_id, value in per_file.items():
@@ -316,6 +318,8 @@ def write_rttm(
         for line in rttm_lines(file_id, intervals, rate, label=label, decimals=decimals):
             buf.write(line + "\n")
     if isinstance(path, (str, os.PathLike)):
-        Path(path).write_text(buf.getvalue(), encoding="utf-8")
+        from streamkit.io.outputs import write_text
+
+        write_text(path, buf.getvalue(), durable=durable)
     else:
         path.write(buf.getvalue())

@@ -72,6 +72,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streamkit.eval.rttm import mask_to_intervals
+from streamkit.io.outputs import atomic_output
 
 __all__ = [
     "DCF_P_FA_WEIGHT",
@@ -795,5 +796,6 @@ def roc_plot(curves: Mapping[str, RocCurve], path_png: str | Path, *, title: str
     ax.grid(True, linewidth=0.3)
     ax.legend(loc="lower right", fontsize=8)
     path = Path(path_png)
-    fig.savefig(path, format="png")
+    with atomic_output(path, "wb") as f:
+        fig.savefig(f, format="png")
     return path

@@ -43,6 +43,7 @@ from streamkit.eval.sad import (
     roc_plot,
     sweep,
 )
+from streamkit.io.outputs import atomic_output, write_text
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
@@ -132,10 +133,11 @@ def run_sad(ns: argparse.Namespace) -> int:
         speech = frames_to_samples(sc.scores > thr, sc.hop, sc.win, sc.n_samples)
         write_rttm(out / f"{fid}.rttm", {fid: speech}, ss.RATE)
         if ns.scores:
-            np.save(out / f"{fid}.scores.npy", sc.scores)
+            with atomic_output(out / f"{fid}.scores.npy", "wb") as fh:
+                np.save(fh, sc.scores)
             meta = {"file": str(f), "system": system.name, "threshold": thr, "hop": sc.hop, "win": sc.win, "rate": ss.RATE,
                     "n_samples": sc.n_samples, "frame_t": "frame j covers samples [j*hop, j*hop + win) at rate"}  # fmt: skip
-            (out / f"{fid}.scores.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
+            write_text(out / f"{fid}.scores.json", json.dumps(meta, indent=1))
         tot_s += sc.seconds
         tot_n += sc.n_samples
         dur = sc.n_samples / ss.RATE
@@ -268,7 +270,7 @@ def run_eval(ns: argparse.Namespace) -> int:
         "",
         results_table(rows),
     ]
-    (out / "sad_eval.md").write_text("\n".join(md), encoding="utf-8")
+    write_text(out / "sad_eval.md", "\n".join(md))
     js = results_json(
         rows,
         corpus=str(corpus),
@@ -280,7 +282,7 @@ def run_eval(ns: argparse.Namespace) -> int:
         roc_dev={k: v.to_dict() for k, v in dev.items()},
         roc_eval={k: v.to_dict() for k, v in ev.items()},
     )
-    (out / "sad_eval.json").write_text(json.dumps(js, indent=1), encoding="utf-8")
+    write_text(out / "sad_eval.json", json.dumps(js, indent=1))
     roc_plot(dev, out / "roc_dev.png", title=f"SAD ROC, dev ({ns.collar:g} s collar)")
     print(table, end="")
     print(f"wrote {out / 'sad_eval.md'}, {out / 'sad_eval.json'}, {out / 'roc_dev.png'}")

@@ -71,6 +71,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streamkit.data.sed_corpus import CLASSES
+from streamkit.io.outputs import write_text
 
 __all__ = [
     "CLASSES",
@@ -295,15 +296,11 @@ def weak_tsv_text(tags: Mapping[str, Iterable[str]], *, header: bool = True, cla
 
 
 def write_strong_tsv(path: PathLike, events: EventsLike, **kw: Any) -> Path:
-    p = Path(path)
-    p.write_text(strong_tsv_text(events, **kw), encoding="utf-8")
-    return p
+    return write_text(path, strong_tsv_text(events, **kw))
 
 
 def write_weak_tsv(path: PathLike, tags: Mapping[str, Iterable[str]], **kw: Any) -> Path:
-    p = Path(path)
-    p.write_text(weak_tsv_text(tags, **kw), encoding="utf-8")
-    return p
+    return write_text(path, weak_tsv_text(tags, **kw))
 
 
 # --------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from streamkit.core.errors import ConfigError
 from streamkit.core.events import Event, event_to_json
 from streamkit.core.registry import register
 from streamkit.io.filenames import safe_filename
+from streamkit.io.outputs import open_stream
 
 __all__ = ["JsonlEventSink", "read_events"]
 
@@ -86,8 +87,7 @@ class JsonlEventSink(EventSink):
         path = self.path.replace("{graph}", safe_filename(graph_name))
         p = Path(path)
         try:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            f = open(p, "a" if self.append else "w", encoding="utf-8", buffering=1, newline="\n")
+            f = open_stream(p, append=self.append, buffering=1, newline="\n")  # refuses a symlink, FIFO, device ...
         except OSError as exc:
             raise ConfigError(f"io.jsonl_events: cannot open {path}: {exc.strerror or exc}") from None
         with self._lock:

@@ -36,6 +36,7 @@ from streamkit.core.errors import ConfigError
 from streamkit.core.registry import register
 from streamkit.core.tags import GAP, TIME, Gap, GapCause, TimeAnchor
 from streamkit.core.types import Chunk, StreamSpec
+from streamkit.io.outputs import OutputPathError, check_output_path, open_soundfile, write_text
 
 if TYPE_CHECKING:
     import soundfile
@@ -152,19 +153,25 @@ class WavSink(Sink):
             raise ConfigError(f"io.wav_sink: soundfile/libsndfile unavailable: {exc}") from None
         if not sf.check_format(self._format, self.subtype):
             raise ConfigError(f"io.wav_sink: {self._format} cannot store subtype {self.subtype}")
+        if self.sidecar:
+            try:
+                check_output_path(self.path + ".json")  # refused now, not when the recording ends
+            except OutputPathError:
+                raise
+            except OSError as exc:
+                raise ConfigError(f"io.wav_sink: cannot create {self.path}.json: {exc.strerror or exc}") from None
         self._open(self.path, spec)
 
     def _open(self, path: str, spec: StreamSpec) -> None:
         """Create (truncate) ``path`` for items of ``spec``."""
-        import soundfile as sf
-
         self._file_spec = spec
         self._iq = spec.dtype == np.dtype(np.complex64)
         self._file_channels = spec.channels * (2 if self._iq else 1)
         self._file_rate = int(round(float(spec.rate)))
         try:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            f = sf.SoundFile(path, mode="w", samplerate=self._file_rate, channels=self._file_channels, subtype=self.subtype, format=self._format)
+            f = open_soundfile(path, samplerate=self._file_rate, channels=self._file_channels, subtype=self.subtype, format=self._format)
+        except OutputPathError:  # a symlink, FIFO, device ... at the path: said as it is
+            raise
         except Exception as exc:
             raise ConfigError(f"io.wav_sink: cannot create {path}: {str(exc).strip() or type(exc).__name__}") from None
         try:
@@ -245,11 +252,9 @@ class WavSink(Sink):
             log.exception("io.wav_sink: closing %s failed", path)
         if self.sidecar:
             try:
-                tmp = Path(path + ".json.tmp")
                 d = self.describe()
                 d["next"] = os.path.basename(next_path) if next_path else None
-                tmp.write_text(json.dumps(d, indent=1))
-                os.replace(tmp, path + ".json")
+                write_text(path + ".json", json.dumps(d, indent=1))
             except Exception:
                 log.exception("io.wav_sink: writing the sidecar of %s failed", path)
 

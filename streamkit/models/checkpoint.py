@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypeVar
 import torch
 
 from streamkit.core.errors import ModelError
+from streamkit.io.outputs import write_bytes
 
 __all__ = ["load_checkpoint", "save_checkpoint"]
 
@@ -39,7 +40,6 @@ def save_checkpoint(path: str | Path, fmt: str, model: torch.nn.Module, cfg: _Co
     parameters (``load_state_dict`` converts), and the file records ``"storage_dtype"``.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
 
     def stored(v: torch.Tensor) -> torch.Tensor:
         v = v.detach().cpu().clone()
@@ -56,9 +56,7 @@ def save_checkpoint(path: str | Path, fmt: str, model: torch.nn.Module, cfg: _Co
         obj["storage_dtype"] = str(storage_dtype).removeprefix("torch.")
     buf = io.BytesIO()
     torch.save(obj, buf)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(buf.getvalue())
-    tmp.replace(path)
+    write_bytes(path, buf.getvalue())
     return path
 
 

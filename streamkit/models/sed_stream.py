@@ -1179,8 +1179,11 @@ def _sed_stream_file(path: Path, eng: SedEngine, block_s: float) -> tuple[list[S
 def run_from_args(args: argparse.Namespace) -> int:
     """Run ``streamkit sed``: 0 on success, 2 for usage errors, 1 if a file failed (the others are still written)."""
     from streamkit.eval.sed import Event, strong_tsv_text
+    from streamkit.io.outputs import check_output_path, write_text
 
     try:
+        if args.out != "-":
+            check_output_path(args.out)  # refused now, not after the whole run
         files = _collect(list(args.paths))
         if not files:
             raise ConfigError(f"no {'/'.join(AUDIO_EXT)} files under {' '.join(args.paths)}")
@@ -1228,11 +1231,11 @@ def run_from_args(args: argparse.Namespace) -> int:
     if args.out == "-":
         sys.stdout.write(text)
     else:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(out)
+        try:
+            write_text(args.out, text)
+        except StreamkitError as exc:
+            _err(str(exc))
+            return EXIT_USAGE
     if not args.quiet:
         print(f"sed: {len(events)} file(s), {tot_n / rate:.1f} s audio, RT factor {tot_s / max(tot_n / rate, 1e-9):.4f}"
               + ("" if args.out == "-" else f" -> {args.out}"), file=sys.stderr)  # fmt: skip

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import platform
 import sys
 import time
@@ -42,6 +41,7 @@ import soundfile as sf
 import torch
 import torch.nn.functional as F
 
+from streamkit.io.outputs import atomic_output, write_text
 from streamkit.models.sad_dnn import (
     HOP,
     RATE,
@@ -157,10 +157,8 @@ class _Progress(TrainProgress):
 
 
 def _save_ckpt(path: Path, state: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    with atomic_output(path, "wb") as f:
+        torch.save(state, f)
 
 
 def train(
@@ -375,7 +373,7 @@ def finalize_model(ckpt: str | Path, out: str | Path, *, corpus_dir: str | Path,
     }
     out = Path(out)
     save_weights(out, model, threshold=thr, meta={"card": out.with_suffix(".json").name, "steps": st["step"], "seed": ck["seed"]})
-    out.with_suffix(".json").write_text(json.dumps(card, indent=1, default=float) + "\n", encoding="utf-8")
+    write_text(out.with_suffix(".json"), json.dumps(card, indent=1, default=float) + "\n")
     if not quiet:
         m = card["metrics"]
         print(f"wrote {out} and {out.with_suffix('.json')}: threshold {thr:.3f}, dev F1 {m['dev']['f1'] * 100:.2f} %, eval F1 {m['eval']['f1'] * 100:.2f} %",

@@ -79,6 +79,7 @@ import torch
 
 from streamkit.core.errors import ModelError
 from streamkit.data import asr_corpus
+from streamkit.io.outputs import atomic_output, write_text
 from streamkit.models.features import N_MELS, RATE, STACK, STRIDE, log_mel, n_stacked
 from streamkit.models.rnnt import FEAT_NORMS, VARIANTS, RnntConfig, RnntModel, load_model, n_params, save_model
 from streamkit.train.progress import TrainProgress
@@ -560,10 +561,8 @@ def lr_at(step: int, run: dict[str, Any]) -> float:
 
 
 def _save(path: Path, obj: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+    with atomic_output(path, "wb") as f:
+        torch.save(obj, f)
 
 
 def _spread(items: list[int], k: int) -> list[int]:
@@ -859,8 +858,7 @@ def train(
         save_ckpt()
         if improved or weights_from == "last":
             write_weights()
-        out.with_suffix(".json").parent.mkdir(parents=True, exist_ok=True)
-        out.with_suffix(".json").write_text(json.dumps(card(False), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_text(out.with_suffix(".json"), json.dumps(card(False), indent=1, ensure_ascii=False) + "\n")
         wer = " ".join(f"{k} {v * 100:.1f}" for k, v in ev.get("wer_per_lang", {}).items())
         lid = f", LID acc {ev['lid_acc'] * 100:.1f} %" if "lid_acc" in ev else ""
         cer = f", CER {ev['cer_char_weighted'] * 100:.1f} %" if "cer_char_weighted" in ev else ""
@@ -965,7 +963,7 @@ def train(
     prog.close()
     done = (steps is not None and st["step"] >= steps) or elapsed() >= budget_s
     c = card(done)
-    out.with_suffix(".json").write_text(json.dumps(c, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text(out.with_suffix(".json"), json.dumps(c, indent=1, ensure_ascii=False) + "\n")
     prog.note(f"{'finished' if done else 'stopped'} at step {st['step']}: best dev loss {st['best_loss']:.3f} at step {st['best_step']}; "
               f"weights {out.name}, card {out.with_suffix('.json').name}")  # fmt: skip
     return c

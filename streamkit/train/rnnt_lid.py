@@ -48,6 +48,7 @@ import numpy as np
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
+from streamkit.io.outputs import write_text
 from streamkit.models.checkpoint import ModelError
 from streamkit.models.rnnt import RnntConfig, RnntModel, load_model, save_model
 from streamkit.train.rnnt import AsrCorpus, CorpusError, _spread, compute_logmel, stacked
@@ -259,7 +260,7 @@ def refit_lid(
         "machine": machine_info(),
         "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    out.with_suffix(".json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text(out.with_suffix(".json"), json.dumps(card, indent=1, ensure_ascii=False) + "\n")
     note(f"dev LID {100 * before['acc']:.1f} % -> {100 * best_scores['acc']:.1f} % (pass {best_epoch}); weights {out.name}, card "
          f"{out.with_suffix('.json').name}, {wall:.0f} s")  # fmt: skip
     return card

@@ -143,6 +143,7 @@ import numpy as np
 import torch
 
 from streamkit.core.errors import ModelError
+from streamkit.io.outputs import atomic_output, write_text
 from streamkit.models.sed_crnn import SedConfig, SedModel, events_to_frames, load_model, log_mel, n_input_frames, n_params, save_model
 from streamkit.models.sed_losses import METHODS, SedTargets, heads_for, parse_method, pseudo_label_batch, sed_loss, stages
 from streamkit.models.sed_post import DEFAULT_THRESHOLD, frame_times, frames_to_events, median_frames
@@ -322,10 +323,9 @@ class SedCorpus:
             out[i, :n] = f[:n]
             if n < t_in:  # a shorter clip: repeat its quietest value (log floor) rather than zeros
                 out[i, n:] = f.min() if f.size else np.log(1e-10)
-        tmp = npy.with_name(f"{npy.name}.{os.getpid()}.tmp.npy")
-        np.save(tmp, out)
-        os.replace(tmp, npy)
-        side.write_text(json.dumps({"format": CACHE_FORMAT, "feature": key, "frames": t_in, "files": files, "sizes": sizes}), encoding="utf-8")
+        with atomic_output(npy, "wb") as fh:
+            np.save(fh, out)
+        write_text(side, json.dumps({"format": CACHE_FORMAT, "feature": key, "frames": t_in, "files": files, "sizes": sizes}))
         return out
 
 
@@ -435,10 +435,8 @@ def _stream(seed: int, tag: int, n: int, start: int, count: int) -> np.ndarray:
 
 
 def _save_atomic(path: Path, obj: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+    with atomic_output(path, "wb") as f:
+        torch.save(obj, f)
 
 
 def _grl(schedule: str, alpha: float, progress: float) -> float:
@@ -1083,8 +1081,8 @@ def train(
                 last_ckpt = time.monotonic()
                 if tri and st["step"] == switch_step:  # the end of the labeler stage, kept: final-stage variants branch from it
                     lab_p = labelers_ckpt_path(ckpt_p)
-                    shutil.copyfile(ckpt_p, lab_p.with_name(lab_p.name + ".tmp"))  # (a byte copy: no second serialisation)
-                    os.replace(lab_p.with_name(lab_p.name + ".tmp"), lab_p)
+                    with open(ckpt_p, "rb") as src, atomic_output(lab_p, "wb") as dst:  # (a byte copy: no second serialisation)
+                        shutil.copyfileobj(src, dst)
             elif time.monotonic() - last_ckpt > opts.ckpt_minutes * 60.0:
                 save_ckpt()
                 last_ckpt = time.monotonic()
@@ -1252,7 +1250,7 @@ def _write_model(ck: dict[str, Any], out: Path, corpus: SedCorpus, *, opts: Trai
     }
     save_model(out, model, meta={"card": out.with_suffix(".json").name, "method": opts.method, "steps": st["step"], "seed": opts.seed,
                                  "post_processing": card["post_processing"]})  # fmt: skip
-    out.with_suffix(".json").write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
+    write_text(out.with_suffix(".json"), json.dumps(card, indent=1) + "\n")
     if not quiet:
         print(f"wrote {out} and {out.with_suffix('.json').name}", file=sys.stderr, flush=True)
     return card
