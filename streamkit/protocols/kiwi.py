@@ -34,12 +34,13 @@ import re
 import struct
 from dataclasses import dataclass
 from typing import Final, TypeAlias
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from streamkit.protocols.adpcm import AdpcmDecoder, AdpcmEncoder
+from streamkit.protocols.kiwi_url import parse_kiwi_url
 
 __all__ = [
     "DEFAULT_PASSBANDS",
@@ -1202,15 +1203,11 @@ class KiwiClientProtocol:
     def _on_redirect(self, url: str | None) -> None:
         target = url or ""
         try:
-            parts = urlsplit(target)
-            ok = parts.scheme in ("http", "https", "ws", "wss") and bool(parts.hostname)
-            _ = parts.port  # raises ValueError on a malformed port
-        except ValueError:
-            ok = False
-        if ok:
-            self._terminate(TerminalKind.REDIRECT, True, f"redirected to {target}", redirect_url=target, retry_after=2.0)
-        else:
-            self._terminate(TerminalKind.REDIRECT, False, f"redirect to an invalid URL {target!r}")
+            parse_kiwi_url(target)
+        except ValueError as exc:
+            self._terminate(TerminalKind.REDIRECT, False, f"redirect to an invalid URL {target[:200]!r}: {exc}")
+            return
+        self._terminate(TerminalKind.REDIRECT, True, f"redirected to {target}", redirect_url=target, retry_after=2.0)
 
     def _on_adpcm_state(self, value: str | None, n: int) -> None:
         index_s, _, prev_s = (value or "").partition(",")
