@@ -16,11 +16,20 @@ import logging
 import os
 import re
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from streamkit.core.errors import ConfigError
 
-__all__ = ["PASSWORD_ENV", "REDACTED", "RedactSecrets", "install_log_redaction", "redact", "resolve_password"]
+__all__ = [
+    "PASSWORD_ENV",
+    "REDACTED",
+    "RedactSecrets",
+    "add_password_arguments",
+    "install_log_redaction",
+    "password_from_args",
+    "redact",
+    "resolve_password",
+]
 
 PASSWORD_ENV: Final = "STREAMKIT_KIWI_PASSWORD"
 """Environment variable ``streamkit monitor`` reads the channel password from when no option gives one."""
@@ -99,3 +108,25 @@ def resolve_password(password: str | None = None, *, env: str | None = None, fil
             raise ConfigError(f"cannot read the password file {path}: {reason}") from None
         return text.removesuffix("\n").removesuffix("\r")
     return password or ""
+
+
+def add_password_arguments(parser: Any, *, help_what: str = "KiwiSDR channel password", default_env: str | None = None) -> None:
+    """``--password`` / ``--password-env VAR`` / ``--password-file PATH`` (one of them) on an argparse parser."""
+    g = parser.add_mutually_exclusive_group()
+    tail = f"; default: ${default_env} if set" if default_env else ""
+    g.add_argument("--password", default=None, help=f"{help_what} (visible to other users in `ps`: prefer --password-env or --password-file{tail})")
+    g.add_argument("--password-env", default=None, metavar="VAR", help=f"read the {help_what} from environment variable VAR")
+    g.add_argument("--password-file", default=None, metavar="PATH", help=f"read the {help_what} from a file (one trailing newline is ignored)")
+
+
+def password_from_args(ns: Any, *, default_env: str | None = None) -> str:
+    """The password the options of :func:`add_password_arguments` give ("" for none).
+
+    With none of the three, ``default_env`` (e.g. :data:`PASSWORD_ENV`) is read if set.
+
+    Raises:
+        ConfigError: an unset variable or an unreadable file.
+    """
+    if ns.password is None and not ns.password_env and not ns.password_file and default_env:
+        return os.environ.get(default_env, "")
+    return resolve_password(ns.password, env=ns.password_env, file=ns.password_file)

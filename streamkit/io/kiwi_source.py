@@ -338,6 +338,7 @@ class KiwiSource(Source):
                 decision = self.classify_fn(outcome)
                 if isinstance(decision, Fatal):
                     self._fatal(decision.reason)
+                    log.error("%s: %s", self.name, decision.reason)
                     break
                 failures += 1
                 if self.max_retries is not None and failures > self.max_retries:
@@ -380,7 +381,6 @@ class KiwiSource(Source):
     def _fatal(self, reason: str) -> None:
         self.fatal_message = reason
         self._state("fatal", reason)
-        log.error("%s: %s", self.name, reason)
 
     async def _session(self, addr: KiwiAddress, password: str, last_audio_wall: float | None) -> tuple[Any, bool, float | None]:
         """One connection. Returns (cause of its end, whether audio flowed, wall time of last audio)."""
