@@ -678,7 +678,7 @@ class FaultConfig:
         slow: Deliver at this fraction of real time (0 < slow; 1 = normal). Ignored at speed 0.
         malformed: ``{seq: kind}``: send that frame malformed (``truncated``: 7 bytes;
             ``bad_tag``: tag ``SNX``; ``odd_payload``: last payload byte cut, a violation for
-            PCM and IQ frames only; ``text``: a text WebSocket message instead of the frame).
+            every frame kind; ``text``: a text WebSocket message instead of the frame).
         close_mid_frame: At this seq write half of the frame's WebSocket bytes, then close the
             TCP connection (no WebSocket close frame).
         sample_rate: Send this text as ``MSG sample_rate=`` instead of the true rate (e.g.

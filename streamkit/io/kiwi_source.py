@@ -42,6 +42,7 @@ from streamkit.core.ring import SampleRing
 from streamkit.core.tags import FormatChange, Gap, GapCause, TimeAnchor
 from streamkit.core.types import StreamSpec, as_fraction
 from streamkit.io.kiwi_secrets import install_log_redaction, resolve_password
+from streamkit.protocols.kiwi_tally import WarningLimiter
 from streamkit.protocols.kiwi_url import DEFAULT_KIWI_PORT, KiwiAddress, parse_kiwi_url
 
 log = logging.getLogger("streamkit.kiwi")
@@ -405,6 +406,7 @@ class KiwiSource(Source):
         last_anchor_wall = 0.0
         last_smeter = 0.0
         outcome: Any = None
+        warnings = WarningLimiter()
         try:
             ws = await connect(uri, compression=None, ping_interval=None, max_size=2**22, open_timeout=self.open_timeout_s, close_timeout=1)
         except Exception as exc:  # refused, DNS, handshake, timeout
@@ -495,7 +497,9 @@ class KiwiSource(Source):
                         self._state("streaming", f"sample_rate={ev.rate}")
                     elif isinstance(ev, K.ProtocolViolation):
                         self.stats["violations"] += 1
-                        self._pending.append((E.SOURCE_STATE, E.SourceState("warning", f"protocol violation: {ev.reason}")))
+                        text = warnings.offer(f"protocol violation: {ev.reason}", time.monotonic())
+                        if text is not None:  # a flood of bad messages is summarised, not echoed one event each
+                            self._pending.append((E.SOURCE_STATE, E.SourceState("warning", text)))
                     elif isinstance(ev, K.Terminal):
                         outcome = ev
                     elif isinstance(ev, K.ServerInfo) and ev.key in ("version_maj", "version_min"):
