@@ -362,7 +362,7 @@ class KiwiSource(Source):
                     else:
                         password = ""
                         if self.password:
-                            reason += "; the password is not sent to another server (password_follows_redirect to send it)"
+                            reason += "; the password is not sent to another server (--password-follows-redirect to send it)"
                 delay = max(next(delays), decision.min_delay)
                 self._state("retrying", reason, retry_in=round(delay, 3), attempt=failures)
                 try:
@@ -373,9 +373,9 @@ class KiwiSource(Source):
             log.exception("%s: internal error", self.name)
             self._fatal(f"internal error: {type(exc).__name__}: {exc}")
         finally:
-            self._finished = True
             detail = self.fatal_message or ("stopped" if self._stop_evt.is_set() else "ended")
-            self._state("closed", detail)
+            self._state("closed", detail)  # queued before _finished, so read() delivers it
+            self._finished = True
             if self._ring is not None:
                 self._ring.close()
 
