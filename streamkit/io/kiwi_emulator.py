@@ -153,6 +153,7 @@ from streamkit.protocols.kiwi import (
     parse_client_command,
     smeter_raw,
 )
+from streamkit.protocols.kiwi_url import format_hostport
 
 __all__ = [
     "DEFAULT_PORT",
@@ -1776,7 +1777,7 @@ class KiwiEmulator:
 
     def url(self, ts: int = 1, query: str = "") -> str:
         """``ws://host:port/<ts>/SND[?query]``."""
-        return f"ws://{self.config.host}:{self.port}/{ts}/SND" + (f"?{query}" if query else "")
+        return f"ws://{format_hostport(self.config.host, self.port)}/{ts}/SND" + (f"?{query}" if query else "")
 
     async def start(self) -> int:
         """Bind and start serving; returns the port.
@@ -1807,9 +1808,8 @@ class KiwiEmulator:
         self._port = int(sockets[0].getsockname()[1])
         self._listening = True
         logger.info(
-            "kiwi emulator listening on ws://%s:%d/<ts>/SND (rate %.6f Hz, speed %g)",
-            self.config.host,
-            self._port,
+            "kiwi emulator listening on ws://%s/<ts>/SND (rate %.6f Hz, speed %g)",
+            format_hostport(self.config.host, self._port),
             self.config.sample_rate,
             self.config.speed,
         )
@@ -2226,7 +2226,7 @@ async def run_emulator(config: EmulatorConfig, duration: float | None = None, st
     stopped listening and every connection ended. Returns the stopped emulator (for its logs)."""
     emu = KiwiEmulator(config)
     await emu.start()
-    print(f"KiwiSDR emulator listening on ws://{config.host}:{emu.port}/<ts>/SND", file=sys.stderr, flush=True)
+    print(f"KiwiSDR emulator listening on ws://{format_hostport(config.host, emu.port)}/<ts>/SND", file=sys.stderr, flush=True)
     waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(emu.wait_stopped_listening())]
     if stop is not None:
         waiters.append(asyncio.ensure_future(stop.wait()))
