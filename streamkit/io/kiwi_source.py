@@ -159,7 +159,8 @@ class KiwiSource(Source):
         agc: True for AGC, False for manual gain ``man_gain`` dB.
         expected_rate: rate to negotiate before the server speaks (default 12001.188).
         buffer_s: capacity of the hand-off ring in seconds (overload drops oldest, counted).
-        keepalive_s: keepalive period; stall_s: no-data watchdog (reconnect after this silence).
+        keepalive_s: keepalive period; stall_s: no-data watchdog (reconnect after this silence, or after
+            this long with messages but no audio: ``no_audio``, naming the kinds and counts received).
         max_retries: give up after this many consecutive failed attempts (None: never).
         backoff_initial_s, backoff_cap_s: reconnect delays.
         anchor_every_s: host-clock re-anchoring period in mono modes.
