@@ -84,15 +84,18 @@ def machine_info() -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- commands
 def cmd_monitor(a: argparse.Namespace) -> int:
+    from streamkit.io.kiwi_secrets import PASSWORD_ENV, password_from_args
     from streamkit.monitor import run_monitor
 
+    password = password_from_args(a, default_env=PASSWORD_ENV)
     stations = list(a.station or [])
     if a.stations_file:
         stations += _load_station_file(a.stations_file)
     if not a.quiet:
         where = ", ".join(stations) if stations else "the built-in KiwiSDR emulator on loopback (3 stations, 1 frame in 60 dropped)"
         print(f"streamkit {streamkit.__version__}: monitoring {where} for {a.duration:g} s of stream time; events -> {a.events}/", flush=True)
-    res = run_monitor(stations, duration=a.duration, events_dir=a.events, record_dir=a.record, password=a.password or "",
+    res = run_monitor(stations, duration=a.duration, events_dir=a.events, record_dir=a.record, password=password,
+                      password_follows_redirect=a.password_follows_redirect,
                       compression=a.compression, console=not a.quiet, stall_s=a.stall, max_retries=a.max_retries,
                       detectors=_sad_detectors(a.sad) + (("asr",) if a.asr else ()) + (("sed",) if a.sed else ()), asr_options=_asr_options(a))  # fmt: skip
     if a.quiet:
@@ -392,7 +395,11 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--duration", type=float, default=15.0, help="stop after S seconds of stream time and exit 0 (default 15)")
     m.add_argument("--events", default="events", metavar="DIR", help="directory for one JSONL event file per station (default ./events)")
     m.add_argument("--record", default=None, metavar="DIR", help="also record each station's received audio as WAV at its true rate (IQ: 2 channels)")
-    m.add_argument("--password", default=None, help="KiwiSDR channel password")
+    from streamkit.io.kiwi_secrets import PASSWORD_ENV, add_password_arguments
+
+    add_password_arguments(m, default_env=PASSWORD_ENV)
+    m.add_argument("--password-follows-redirect", action="store_true",
+                   help="also send the password to the server a station redirects to (default: only to the station's own host and port)")
     m.add_argument("--compression", dest="compression", action="store_true", default=True, help="ADPCM audio transport (default)")
     m.add_argument("--no-compression", dest="compression", action="store_false", help="16-bit PCM transport")
     m.add_argument("--stall", type=float, default=10.0, help="reconnect after S seconds without data (default 10)")

@@ -138,6 +138,8 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from streamkit.core.errors import ConfigError
+from streamkit.io.kiwi_secrets import add_password_arguments, install_log_redaction, password_from_args
 from streamkit.protocols.adpcm import AdpcmDecoder, AdpcmEncoder
 from streamkit.protocols.adpcm import warmup as _adpcm_warmup
 from streamkit.protocols.kiwi import (
@@ -151,6 +153,7 @@ from streamkit.protocols.kiwi import (
     parse_client_command,
     smeter_raw,
 )
+from streamkit.protocols.kiwi_url import format_hostport
 
 __all__ = [
     "DEFAULT_PORT",
@@ -187,6 +190,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger("streamkit.io.kiwi_emulator")  # same name under `python -m`
+install_log_redaction()  # websockets' debug log prints every command received, `SET auth t=kiwi p=...` included
 
 DEFAULT_PORT: Final = 8073
 """The KiwiSDR's port (§1.1)."""
@@ -675,7 +679,7 @@ class FaultConfig:
         slow: Deliver at this fraction of real time (0 < slow; 1 = normal). Ignored at speed 0.
         malformed: ``{seq: kind}``: send that frame malformed (``truncated``: 7 bytes;
             ``bad_tag``: tag ``SNX``; ``odd_payload``: last payload byte cut, a violation for
-            PCM and IQ frames only; ``text``: a text WebSocket message instead of the frame).
+            every frame kind; ``text``: a text WebSocket message instead of the frame).
         close_mid_frame: At this seq write half of the frame's WebSocket bytes, then close the
             TCP connection (no WebSocket close frame).
         sample_rate: Send this text as ``MSG sample_rate=`` instead of the true rate (e.g.
@@ -882,7 +886,7 @@ class EmulatorConfig:
     port: int = 0
     sample_rate: float = 12001.188
     audio_rate: int = 12000
-    password: str | None = None
+    password: str | None = field(default=None, repr=False)
     rx_chans: int = 8
     speed: float = 1.0
     signals: dict[float, SignalFn] = field(default_factory=default_stations)
@@ -1773,7 +1777,7 @@ class KiwiEmulator:
 
     def url(self, ts: int = 1, query: str = "") -> str:
         """``ws://host:port/<ts>/SND[?query]``."""
-        return f"ws://{self.config.host}:{self.port}/{ts}/SND" + (f"?{query}" if query else "")
+        return f"ws://{format_hostport(self.config.host, self.port)}/{ts}/SND" + (f"?{query}" if query else "")
 
     async def start(self) -> int:
         """Bind and start serving; returns the port.
@@ -1804,9 +1808,8 @@ class KiwiEmulator:
         self._port = int(sockets[0].getsockname()[1])
         self._listening = True
         logger.info(
-            "kiwi emulator listening on ws://%s:%d/<ts>/SND (rate %.6f Hz, speed %g)",
-            self.config.host,
-            self._port,
+            "kiwi emulator listening on ws://%s/<ts>/SND (rate %.6f Hz, speed %g)",
+            format_hostport(self.config.host, self._port),
             self.config.sample_rate,
             self.config.speed,
         )
@@ -2156,7 +2159,7 @@ def add_emulator_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 = any free port)")
     parser.add_argument("--sample-rate", type=float, default=12001.188, help="true audio rate in Hz (default 12001.188; the WB build uses 11999.028)")
     parser.add_argument("--audio-rate", type=int, default=12000, help="nominal audio_rate (default 12000)")
-    parser.add_argument("--password", default=None, help="channel password (default: none)")
+    add_password_arguments(parser, help_what="channel password (default: none)")
     parser.add_argument("--rx-chans", type=int, default=8, help="receiver channels (default 8)")
     parser.add_argument("--speed", type=float, default=1.0, help="pacing: 1 = real time, 2 = twice as fast, 0 = as fast as the client reads")
     parser.add_argument(
@@ -2200,7 +2203,7 @@ def config_from_args(ns: argparse.Namespace) -> EmulatorConfig:
         port=ns.port,
         sample_rate=ns.sample_rate,
         audio_rate=ns.audio_rate,
-        password=ns.password or None,
+        password=password_from_args(ns) or None,
         rx_chans=ns.rx_chans,
         speed=ns.speed,
         signals=signals,
@@ -2223,7 +2226,7 @@ async def run_emulator(config: EmulatorConfig, duration: float | None = None, st
     stopped listening and every connection ended. Returns the stopped emulator (for its logs)."""
     emu = KiwiEmulator(config)
     await emu.start()
-    print(f"KiwiSDR emulator listening on ws://{config.host}:{emu.port}/<ts>/SND", file=sys.stderr, flush=True)
+    print(f"KiwiSDR emulator listening on ws://{format_hostport(config.host, emu.port)}/<ts>/SND", file=sys.stderr, flush=True)
     waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(emu.wait_stopped_listening())]
     if stop is not None:
         waiters.append(asyncio.ensure_future(stop.wait()))
@@ -2245,7 +2248,7 @@ def run_from_args(ns: argparse.Namespace) -> int:
     """
     try:
         cfg = config_from_args(ns)
-    except ValueError as exc:
+    except (ValueError, ConfigError) as exc:
         print(f"streamkit: error: {exc}", file=sys.stderr)
         return 2
 

@@ -41,10 +41,16 @@ from streamkit.core.registry import register
 from streamkit.core.ring import SampleRing
 from streamkit.core.tags import FormatChange, Gap, GapCause, TimeAnchor
 from streamkit.core.types import StreamSpec, as_fraction
+from streamkit.io.kiwi_secrets import install_log_redaction, resolve_password
+from streamkit.protocols.kiwi_tally import WarningLimiter
+from streamkit.protocols.kiwi_url import DEFAULT_KIWI_PORT, KiwiAddress, parse_kiwi_url
 
 log = logging.getLogger("streamkit.kiwi")
 
 DEFAULT_RATE = "12001.188"
+MAX_REDIRECTS = 3
+"""Redirects followed in a row (without audio in between) before the station gives up."""
+install_log_redaction()  # websockets' debug log prints every frame, `SET auth t=kiwi p=...` included
 _TS_COUNTER = itertools.count(1)
 
 
@@ -144,12 +150,17 @@ class KiwiSource(Source):
         host, port: the receiver (default port 8073). ``url`` ("ws://host:port") may be given instead.
         freq_khz: dial frequency in kHz. mode: am, amn, lsb, usb, cw, nbfm, iq, ... (firmware list).
         low_cut, high_cut: passband in Hz relative to the carrier (None: the mode's default).
-        password, user: channel password, name shown in the Kiwi's user list.
+        password, user: channel password, name shown in the Kiwi's user list. The password may
+            come instead from ``password_env`` (an environment variable's name) or ``password_file``
+            (a file's path); it is never recorded in the block's parameters (graph files, describe,
+            repr). It is sent only to the server configured here: after a redirect to another
+            host or port it is withheld unless ``password_follows_redirect`` is True.
         compression: ADPCM (default) or 16-bit PCM for mono modes (IQ is never compressed).
         agc: True for AGC, False for manual gain ``man_gain`` dB.
         expected_rate: rate to negotiate before the server speaks (default 12001.188).
         buffer_s: capacity of the hand-off ring in seconds (overload drops oldest, counted).
-        keepalive_s: keepalive period; stall_s: no-data watchdog (reconnect after this silence).
+        keepalive_s: keepalive period; stall_s: no-data watchdog (reconnect after this silence, or after
+            this long with messages but no audio: ``no_audio``, naming the kinds and counts received).
         max_retries: give up after this many consecutive failed attempts (None: never).
         backoff_initial_s, backoff_cap_s: reconnect delays.
         anchor_every_s: host-clock re-anchoring period in mono modes.
@@ -179,6 +190,9 @@ class KiwiSource(Source):
         low_cut: int | None = None,
         high_cut: int | None = None,
         password: str = "",
+        password_env: str | None = None,
+        password_file: str | None = None,
+        password_follows_redirect: bool = False,
         user: str = "streamkit",
         compression: bool = True,
         agc: bool = True,
@@ -198,14 +212,19 @@ class KiwiSource(Source):
     ) -> None:
         super().__init__(name=name)
         self._init_params.pop("classify_fn", None)
+        self._init_params.pop("password", None)  # a secret is not a graph-file parameter
         from streamkit.protocols.kiwi import MODES
 
         if url is not None:
             if not url.startswith(("ws://", "http://")):
                 raise ConfigError(f"url must start with ws:// (got {url!r}); KiwiSDR has no TLS")
-            hostport = url.split("://", 1)[1].split("/", 1)[0]
-            host, _, p = hostport.partition(":")
-            port = int(p) if p else 8073
+            try:
+                addr = parse_kiwi_url(url, default_port=DEFAULT_KIWI_PORT)
+            except ValueError as exc:
+                raise ConfigError(f"bad url {url!r}: {exc}") from None
+            host, port = addr.host, addr.port
+        elif host and host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]  # an IPv6 literal written as in a URL
         if not host:
             raise ConfigError("KiwiSource needs host (or url)")
         if mode not in MODES:
@@ -220,7 +239,8 @@ class KiwiSource(Source):
         self.mode = mode
         self.low_cut = low_cut
         self.high_cut = high_cut
-        self.password = password
+        self.password = resolve_password(password, env=password_env, file=password_file)
+        self.password_follows_redirect = bool(password_follows_redirect)
         self.user = user
         self.compression = bool(compression)
         self.agc = bool(agc)
@@ -306,48 +326,69 @@ class KiwiSource(Source):
         delays = backoff(self.backoff_initial_s, cap=self.backoff_cap_s)
         failures = 0
         last_audio_wall: float | None = None
-        host, port = self.host, self.port
+        origin = KiwiAddress(self.host, self.port)
+        addr, password = origin, self.password
         redirects = 0
         try:
             while not self._stop_evt.is_set():
-                self._state("connecting", f"ws://{host}:{port}", attempt=failures + 1)
-                outcome, got_audio, last_wall = await self._session(host, port, last_audio_wall)
+                self._state("connecting", addr.ws_url(), attempt=failures + 1)
+                outcome, got_audio, last_wall = await self._session(addr, password, last_audio_wall)
                 if last_wall is not None:
                     last_audio_wall = last_wall
                 if self._stop_evt.is_set():
                     break
                 if got_audio:
                     failures = 0
+                    redirects = 0
                     delays = backoff(self.backoff_initial_s, cap=self.backoff_cap_s)
                 decision = self.classify_fn(outcome)
                 if isinstance(decision, Fatal):
-                    self.fatal_message = decision.reason
-                    self._state("fatal", decision.reason)
+                    self._fatal(decision.reason)
                     log.error("%s: %s", self.name, decision.reason)
                     break
                 failures += 1
                 if self.max_retries is not None and failures > self.max_retries:
-                    self.fatal_message = f"gave up after {failures} attempts: {decision.reason}"
-                    self._state("fatal", self.fatal_message)
+                    self._fatal(f"gave up after {failures} attempts: {decision.reason}")
                     break
-                if decision.redirect_url and redirects < 3:
+                reason = decision.reason
+                if decision.redirect_url:
                     redirects += 1
-                    hp = decision.redirect_url.split("://", 1)[-1].split("/", 1)[0]
-                    host, _, p = hp.partition(":")
-                    port = int(p) if p else port
+                    try:
+                        target = parse_kiwi_url(decision.redirect_url)
+                    except ValueError as exc:
+                        self._fatal(f"redirect to an invalid URL {decision.redirect_url[:200]!r}: {exc}")
+                        break
+                    if redirects > MAX_REDIRECTS:
+                        self._fatal(f"too many redirects ({redirects} in a row), the last to {target.ws_url()}")
+                        break
+                    addr = target
+                    if target.same_server(origin) or self.password_follows_redirect:
+                        password = self.password
+                    else:
+                        password = ""
+                        if self.password:
+                            reason += "; the password is not sent to another server (--password-follows-redirect to send it)"
                 delay = max(next(delays), decision.min_delay)
-                self._state("retrying", decision.reason, retry_in=round(delay, 3), attempt=failures)
+                self._state("retrying", reason, retry_in=round(delay, 3), attempt=failures)
                 try:
                     await asyncio.wait_for(self._stop_evt.wait(), timeout=delay)
                 except asyncio.TimeoutError:
                     pass
+        except Exception as exc:  # a bug here must not end the station without a word
+            log.exception("%s: internal error", self.name)
+            self._fatal(f"internal error: {type(exc).__name__}: {exc}")
         finally:
+            detail = self.fatal_message or ("stopped" if self._stop_evt.is_set() else "ended")
+            self._state("closed", detail)  # queued before _finished, so read() delivers it
             self._finished = True
-            self._state("closed", self.fatal_message or "")
             if self._ring is not None:
                 self._ring.close()
 
-    async def _session(self, host: str, port: int, last_audio_wall: float | None) -> tuple[Any, bool, float | None]:
+    def _fatal(self, reason: str) -> None:
+        self.fatal_message = reason
+        self._state("fatal", reason)
+
+    async def _session(self, addr: KiwiAddress, password: str, last_audio_wall: float | None) -> tuple[Any, bool, float | None]:
         """One connection. Returns (cause of its end, whether audio flowed, wall time of last audio)."""
         import websockets
         from websockets.asyncio.client import connect
@@ -355,13 +396,13 @@ class KiwiSource(Source):
         from streamkit.protocols import kiwi as K
 
         proto = K.KiwiClientProtocol(
-            self.freq_khz, self.mode, self.low_cut, self.high_cut, password=self.password, user=self.user, compression=self.compression,
+            self.freq_khz, self.mode, self.low_cut, self.high_cut, password=password, user=self.user, compression=self.compression,
             agc=self.agc, man_gain=self.man_gain, keepalive_interval=self.keepalive_s, stall_timeout=self.stall_s,
         )  # fmt: skip
         # a fresh <ts> per session (the server silently ignores a duplicate SND on the same <ts>, §1.2);
         # the process-wide counter makes two stations started in the same millisecond differ
         ts = (int(time.time() * 1000) + next(_TS_COUNTER)) & 0xFFFFFFFF
-        uri = f"ws://{host}:{port}{proto.url_path(ts)}"
+        uri = addr.ws_url(proto.url_path(ts))
         ring = self._ring
         assert ring is not None
         got_audio = False
@@ -370,6 +411,7 @@ class KiwiSource(Source):
         last_anchor_wall = 0.0
         last_smeter = 0.0
         outcome: Any = None
+        warnings = WarningLimiter()
         try:
             ws = await connect(uri, compression=None, ping_interval=None, max_size=2**22, open_timeout=self.open_timeout_s, close_timeout=1)
         except Exception as exc:  # refused, DNS, handshake, timeout
@@ -460,7 +502,9 @@ class KiwiSource(Source):
                         self._state("streaming", f"sample_rate={ev.rate}")
                     elif isinstance(ev, K.ProtocolViolation):
                         self.stats["violations"] += 1
-                        self._pending.append((E.SOURCE_STATE, E.SourceState("warning", f"protocol violation: {ev.reason}")))
+                        text = warnings.offer(f"protocol violation: {ev.reason}", time.monotonic())
+                        if text is not None:  # a flood of bad messages is summarised, not echoed one event each
+                            self._pending.append((E.SOURCE_STATE, E.SourceState("warning", text)))
                     elif isinstance(ev, K.Terminal):
                         outcome = ev
                     elif isinstance(ev, K.ServerInfo) and ev.key in ("version_maj", "version_min"):
@@ -487,8 +531,17 @@ class KiwiSource(Source):
 
 
 def parse_station(text: str) -> dict[str, Any]:
-    """``host:port:freq_khz:mode`` (port and mode optional) -> KiwiSource parameters."""
-    parts = text.split(":")
+    """``host:port:freq_khz:mode`` (port and mode optional) -> KiwiSource parameters.
+
+    An IPv6 address is written in brackets: ``[::1]:8073:7100:lsb``.
+    """
+    if text.startswith("["):
+        literal, sep, rest = text[1:].partition("]:")
+        if not sep or not literal:
+            raise ConfigError(f"station {text!r}: want [ipv6]:port:freq_khz[:mode]")
+        parts = [literal, *rest.split(":")]
+    else:
+        parts = text.split(":")
     if len(parts) < 2 or len(parts) > 4:
         raise ConfigError(f"station {text!r}: want host:port:freq_khz[:mode] or host:freq_khz[:mode]")
     host = parts[0]

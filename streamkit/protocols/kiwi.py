@@ -34,12 +34,14 @@ import re
 import struct
 from dataclasses import dataclass
 from typing import Final, TypeAlias
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from streamkit.protocols.adpcm import AdpcmDecoder, AdpcmEncoder
+from streamkit.protocols.kiwi_tally import MessageTally, message_kind
+from streamkit.protocols.kiwi_url import parse_kiwi_url
 
 __all__ = [
     "DEFAULT_PASSBANDS",
@@ -241,6 +243,9 @@ class TerminalKind(str, enum.Enum):
     """A fatal :class:`ProtocolViolation` (e.g. an absurd ``sample_rate``)."""
     STALLED = "stalled"
     """No message for ``stall_timeout`` seconds (only if enabled)."""
+    NO_AUDIO = "no_audio"
+    """Messages, but no audio frame, for ``stall_timeout`` seconds (only if enabled); the message
+    names what the server sent instead (e.g. a flood of ``MSG`` or text messages)."""
     CONNECTION_LOST = "connection_lost"
     """The transport closed without a terminal ``MSG`` first."""
 
@@ -631,7 +636,9 @@ class KiwiClientProtocol:
         keepalive_interval: Minimum spacing of ``SET keepalive`` once setup is complete (s).
         stall_timeout: If set, :meth:`tick` ends the session with a retryable
             ``Terminal(STALLED)`` when nothing was received for this many seconds (the server
-            never closes a dead session itself, §4.2; kiwiclient uses 10 s). None disables it.
+            never closes a dead session itself, §4.2; kiwiclient uses 10 s), or
+            ``Terminal(NO_AUDIO)`` naming the kinds and counts of what it sent when messages
+            came but no audio frame. None disables both.
 
     Events:
         :data:`KiwiEvent`: SampleRate, AudioFrame, SequenceGap, ServerInfo, AuthResult,
@@ -718,6 +725,8 @@ class KiwiClientProtocol:
 
         self._connected_at: float | None = None
         self._last_rx_at: float | None = None
+        self._last_audio_at: float | None = None
+        self._since_audio = MessageTally()
         self._last_keepalive_at: float | None = None
         self._keepalives_before_setup = 0
 
@@ -808,7 +817,7 @@ class KiwiClientProtocol:
             logger.debug("connection_made() in state %s ignored", self._state.name)
             return
         self._connected_at = now
-        self._last_rx_at = now
+        self._last_rx_at = self._last_audio_at = now
         self._set_state(State.AUTHENTICATING)
         self._out.append(f"SET auth t=kiwi p={quote(self._password, safe='')}")
 
@@ -828,13 +837,20 @@ class KiwiClientProtocol:
         try:
             if isinstance(data, str):
                 self.counters.bytes += len(data)
+                self._since_audio.add(message_kind(data))
                 self._violation("text message where the Kiwi sends binary ones", len(data))
                 return
             mv = memoryview(data)
             if mv.ndim != 1 or mv.format != "B":
                 mv = mv.cast("B")
             self.counters.bytes += len(mv)
+            frames = self.counters.frames
             self._dispatch(mv, now)
+            if self.counters.frames != frames:
+                self._last_audio_at = now
+                self._since_audio.clear()
+            else:
+                self._since_audio.add(message_kind(mv))
         except Exception as exc:  # pragma: no cover - defensive: never raise across the boundary
             logger.exception("internal error while parsing a Kiwi message")
             self._violation(f"internal error while parsing: {exc!r}", len(data))
@@ -856,6 +872,16 @@ class KiwiClientProtocol:
                 f"nothing received for {now - self._last_rx_at:.1f} s",
             )
             return
+        if self._stall_timeout is not None and self._last_audio_at is not None and self._since_audio.total:
+            quiet = now - self._last_audio_at
+            if quiet >= self._stall_timeout:
+                n = self._since_audio.total
+                self._terminate(
+                    TerminalKind.NO_AUDIO,
+                    True,
+                    f"no audio for {quiet:.1f} s: the server sent {n} other message{'s' if n != 1 else ''} instead ({self._since_audio.summary()})",
+                )
+                return
         self._maybe_keepalive(now)
 
     def connection_lost(self, now: float) -> None:
@@ -1202,15 +1228,11 @@ class KiwiClientProtocol:
     def _on_redirect(self, url: str | None) -> None:
         target = url or ""
         try:
-            parts = urlsplit(target)
-            ok = parts.scheme in ("http", "https", "ws", "wss") and bool(parts.hostname)
-            _ = parts.port  # raises ValueError on a malformed port
-        except ValueError:
-            ok = False
-        if ok:
-            self._terminate(TerminalKind.REDIRECT, True, f"redirected to {target}", redirect_url=target, retry_after=2.0)
-        else:
-            self._terminate(TerminalKind.REDIRECT, False, f"redirect to an invalid URL {target!r}")
+            parse_kiwi_url(target)
+        except ValueError as exc:
+            self._terminate(TerminalKind.REDIRECT, False, f"redirect to an invalid URL {target[:200]!r}: {exc}")
+            return
+        self._terminate(TerminalKind.REDIRECT, True, f"redirected to {target}", redirect_url=target, retry_after=2.0)
 
     def _on_adpcm_state(self, value: str | None, n: int) -> None:
         index_s, _, prev_s = (value or "").partition(",")
@@ -1265,8 +1287,10 @@ class KiwiClientProtocol:
         if iq and len(payload) % 4:
             self._violation(f"IQ payload of {len(payload)} bytes is not a multiple of 4", n)
             return
-        if not iq and not flags & SndFlag.COMPRESSED and len(payload) % 2:
-            self._violation(f"PCM payload of {len(payload)} bytes is odd", n)
+        if not iq and len(payload) % 2:
+            # PCM: half a sample. ADPCM: the server fills every frame to 1024 bytes (§2.4), so an
+            # odd count is a cut or padded frame whose ADPCM state cannot be trusted either.
+            self._violation(f"{'ADPCM' if flags & SndFlag.COMPRESSED else 'PCM'} payload of {len(payload)} bytes is odd", n)
             return
 
         # 4. sequence continuity (uint32, wraps at 2**32).
