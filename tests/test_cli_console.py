@@ -115,14 +115,18 @@ def test_monitor_with_stdout_closed_by_its_reader_goes_on_and_says_so_once(tmp_p
             p.kill()
             p.wait(30)
     assert "Traceback" not in err and "Exception" not in err
-    assert err.splitlines() == ["streamkit: console output lost (closed by its reader): live view stopped; the run goes on and its event files are still written"]
+    assert err.splitlines() == [
+        "streamkit: console output lost (closed by its reader): live view stopped; the run goes on and its event files are still written"
+    ]
     assert rc == EXIT_CONSOLE_LOST
     check_event_files(tmp_path, 4.0)
 
 
 def test_run_with_stdout_closed_by_its_reader(tmp_path):
     g = tmp_path / "g.yaml"
-    g.write_text("name: tone\nblocks:\n  src: {type: io.tone, rate: 8000, freq_hz: 440, duration_s: 3.0}\n  lvl: {type: dsp.level, interval_s: 0.1}\nchain: [src, lvl]\n")
+    g.write_text(
+        "name: tone\nblocks:\n  src: {type: io.tone, rate: 8000, freq_hz: 440, duration_s: 3.0}\n  lvl: {type: dsp.level, interval_s: 0.1}\nchain: [src, lvl]\n"
+    )
     p = subprocess.Popen([*CMD, "run", str(g), "--events", str(tmp_path / "ev.jsonl")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
     try:
         p.stdout.close()

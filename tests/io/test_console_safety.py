@@ -28,8 +28,20 @@ def ev(kind, payload, stream="st1", seq=0):
 def kicked_events(stream="st1"):
     return [
         ev(E.SOURCE_STATE, E.SourceState("fatal", KICK), stream, 0),
-        ev(E.GRAPH_STATS, {"graph": stream, "state": "fatal", "fatal": KICK, "stream_s": 1.0, "rtf_total": 0.01, "first_call_ms": {},
-                           "blocks": {"kiwi\x1b[31m": {"rtf": 0.01, "calls": 1, "items_in": 1, "errors": 0}}}, stream, 1),  # fmt: skip
+        ev(
+            E.GRAPH_STATS,
+            {
+                "graph": stream,
+                "state": "fatal",
+                "fatal": KICK,
+                "stream_s": 1.0,
+                "rtf_total": 0.01,
+                "first_call_ms": {},
+                "blocks": {"kiwi\x1b[31m": {"rtf": 0.01, "calls": 1, "items_in": 1, "errors": 0}},
+            },
+            stream,
+            1,
+        ),  # fmt: skip
         ev(E.GRAPH_STATE, E.SourceState("fatal", KICK), stream, 2),
     ]
 
