@@ -6,8 +6,11 @@ Each station runs in its own graph::
                                                  └─> wav (io.wav_sink at the true rate, with --record)
 
 All graphs share one scheduler thread (:class:`~streamkit.core.runtime.MultiRunner`) and one
-asyncio loop for the WebSockets, so a process monitors many stations with two threads. Events go
-to ``<events>/<station>.jsonl`` and to a live console view (one row per station).
+asyncio loop for the WebSockets, so a process monitors many stations with two threads (plus, per
+station, an event thread and a console thread). Events go to ``<events>/<station>.jsonl`` and to a
+live console view (one row per station), which has its own bounded queue: a terminal that stops
+reading never holds up the event files or recordings, and one that is closed ends the view with one
+line on stderr while the monitor goes on.
 
 With no station given, the built-in KiwiSDR emulator is started on loopback with its default
 stations and a simulated packet loss, and monitored: the embedded default that README's first
