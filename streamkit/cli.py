@@ -3,6 +3,22 @@
 Every failure the user can cause (a missing file, a bad graph, an unknown device) prints one line
 ``streamkit: error: ...`` and exits with status 2; a crash inside a block while running exits 1
 with the block and the item span named.
+
+Exit status:
+
+* 0: the run completed.
+* 1 (``EXIT_RUNTIME``): the run failed: a block crashed, or every monitored station failed.
+* 2 (``EXIT_USAGE``): bad input (arguments, files, graphs, devices).
+* 3 (``EXIT_CONSOLE_LOST``): the run completed, but its console output was cut short because
+  stdout was closed by its reader (``streamkit monitor | head``): one ``streamkit: console output
+  lost`` line went to stderr and the run went on; event files and recordings are complete.
+  Deliberately not 141 (128 + SIGPIPE, what a shell reports for a process killed by a broken
+  pipe): the process was not killed and its work is done, and a small code of its own lets a
+  script tell "output truncated, data complete" from a failure (1 takes precedence over it).
+* 130: interrupted (Ctrl-C).
+
+What a server sends (station errors, kick and redirect messages) is printed through
+:func:`streamkit.io.textsafe.printable`: control characters are shown escaped, never acted on.
 """
 
 from __future__ import annotations
@@ -24,6 +40,7 @@ from streamkit.core.runtime import Runner
 
 EXIT_USAGE = 2
 EXIT_RUNTIME = 1
+EXIT_CONSOLE_LOST = 3
 
 
 class CliError(StreamkitError):
@@ -37,7 +54,8 @@ def _registry_block(name: str, **params: Any) -> Any:
     return lookup(name)(**params)
 
 
-def _add_event_outputs(g: Graph, events: str | None, console: bool, quiet_kinds: tuple[str, ...] = ()) -> None:
+def _add_event_outputs(g: Graph, events: str | None, console: bool, quiet_kinds: tuple[str, ...] = ()) -> Any:
+    """Subscribe the JSONL event file and the console view; returns the console sink (or ``None``)."""
     if events:
         p = Path(events)
         if p.suffix != ".jsonl":
@@ -46,7 +64,30 @@ def _add_event_outputs(g: Graph, events: str | None, console: bool, quiet_kinds:
             p = p / f"{safe_filename(g.name)}.jsonl"
         g.subscribe(_registry_block("io.jsonl_events", path=str(p)))
     if console:
-        g.subscribe(_registry_block("io.console"))
+        sink = _registry_block("io.console")
+        g.subscribe(sink)
+        return sink
+    return None
+
+
+def _say(out: Any, text: str) -> None:
+    """One line to a ConsoleOut: escaped, and never a traceback when the reader is gone."""
+    from streamkit.io.textsafe import printable
+
+    out.write(printable(text) + "\n")
+    out.flush()
+
+
+def _exit_status(out: Any, stats: list[dict[str, Any]]) -> int:
+    """0, or EXIT_CONSOLE_LOST when the console lost its reader: ``out`` (a ConsoleOut or a console
+    sink) was closed (its own stderr line said so), or the console was still blocked at the end."""
+    if out is not None and (getattr(out, "lost", None) or getattr(out, "output_lost", None)):
+        return EXIT_CONSOLE_LOST
+    if any(st.get("event_sinks_left_behind") for st in stats):
+        print("streamkit: console output stalled (stdout not being read): the live view was left behind; the run completed "
+              "and its event files are complete", file=sys.stderr)  # fmt: skip
+        return EXIT_CONSOLE_LOST
+    return 0
 
 
 def _run_graph(g: Graph, mode: Any, duration: float | None, chunk_ms: float, threads: int = 1) -> dict[str, Any]:
@@ -84,29 +125,33 @@ def machine_info() -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- commands
 def cmd_monitor(a: argparse.Namespace) -> int:
+    from streamkit.io.console_out import ConsoleOut
     from streamkit.io.kiwi_secrets import PASSWORD_ENV, password_from_args
+    from streamkit.io.textsafe import printable
     from streamkit.monitor import run_monitor
 
     password = password_from_args(a, default_env=PASSWORD_ENV)
     stations = list(a.station or [])
     if a.stations_file:
         stations += _load_station_file(a.stations_file)
+    out = ConsoleOut(sys.stdout)  # shared with the live view: a closed stdout is reported once, and the run goes on
     if not a.quiet:
         where = ", ".join(stations) if stations else "the built-in KiwiSDR emulator on loopback (3 stations, 1 frame in 60 dropped)"
-        print(f"streamkit {streamkit.__version__}: monitoring {where} for {a.duration:g} s of stream time; events -> {a.events}/", flush=True)
+        _say(out, f"streamkit {streamkit.__version__}: monitoring {where} for {a.duration:g} s of stream time; events -> {a.events}/")
     res = run_monitor(stations, duration=a.duration, events_dir=a.events, record_dir=a.record, password=password,
                       password_follows_redirect=a.password_follows_redirect,
                       compression=a.compression, console=not a.quiet, stall_s=a.stall, max_retries=a.max_retries,
-                      detectors=_sad_detectors(a.sad) + (("asr",) if a.asr else ()) + (("sed",) if a.sed else ()), asr_options=_asr_options(a))  # fmt: skip
+                      detectors=_sad_detectors(a.sad) + (("asr",) if a.asr else ()) + (("sed",) if a.sed else ()), asr_options=_asr_options(a),
+                      console_file=out)  # fmt: skip
     if a.quiet:
         for st in res["stations"].values():
-            print(_summary_line(st))
+            _say(out, _summary_line(st))
     bad = {**res["failures"], **res["fatal"]}
-    for name, msg in bad.items():
-        print(f"streamkit: error: station {name}: {msg}", file=sys.stderr)
+    for name, msg in bad.items():  # server text (a kick message, ...): escaped, so that it cannot forge a line
+        print(f"streamkit: error: station {printable(name)}: {printable(msg)}", file=sys.stderr)
     if bad and len(bad) == len(res["stations"]):
         return EXIT_RUNTIME
-    return 0
+    return _exit_status(out, list(res["stations"].values()))
 
 
 def _load_station_file(path: str) -> list[str]:
@@ -285,9 +330,9 @@ def build_mic_graph(a: argparse.Namespace) -> Graph:
 
 def cmd_mic(a: argparse.Namespace) -> int:
     g = build_mic_graph(a)
-    _add_event_outputs(g, a.events, console=True)
-    _run_graph(g, RealTime(), a.duration, a.chunk_ms)
-    return 0
+    con = _add_event_outputs(g, a.events, console=True)
+    st = _run_graph(g, RealTime(), a.duration, a.chunk_ms)
+    return _exit_status(con, [st])
 
 
 def cmd_run(a: argparse.Namespace) -> int:
@@ -295,12 +340,15 @@ def cmd_run(a: argparse.Namespace) -> int:
     defaults = g.run_defaults
     mode = parse_mode(a.mode or defaults.get("mode", "freerun"))
     duration = a.duration if a.duration is not None else defaults.get("duration")
-    _add_event_outputs(g, a.events, console=not a.quiet)
+    con = _add_event_outputs(g, a.events, console=not a.quiet)
     g.build()
     st = _run_graph(g, mode, duration, a.chunk_ms, threads=a.threads)
     if a.quiet:
-        print(_summary_line(st))
-    return 0
+        from streamkit.io.console_out import ConsoleOut
+
+        con = ConsoleOut(sys.stdout)
+        _say(con, _summary_line(st))
+    return _exit_status(con, [st])
 
 
 def bench_graph(spec: Any, repeat: int = 3, chunk_ms: float = 20.0, threads: int = 1, duration: float | None = None) -> dict[str, Any]:
@@ -511,7 +559,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     import logging
 
-    logging.basicConfig(level=logging.DEBUG if a.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from streamkit.io.textsafe import SafeLogFormatter
+
+    handler = logging.StreamHandler()  # log messages quote servers: escaped like everything else on the console
+    handler.setFormatter(SafeLogFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if a.verbose else logging.WARNING, handlers=[handler])
     try:
         return int(a.func(a) or 0)
     except KeyboardInterrupt:
@@ -520,13 +572,17 @@ def main(argv: list[str] | None = None) -> int:
     except (BlockError, GraphFatal) as exc:
         if a.verbose:
             raise
-        print(f"streamkit: error: {exc}", file=sys.stderr)
+        from streamkit.io.textsafe import printable
+
+        print(f"streamkit: error: {printable(exc)}", file=sys.stderr)
         return EXIT_RUNTIME
     except (StreamkitError, OSError, ValueError) as exc:
         if a.verbose:
             raise
+        from streamkit.io.textsafe import printable
+
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"streamkit: error: {msg}", file=sys.stderr)
+        print(f"streamkit: error: {printable(msg)}", file=sys.stderr)
         return EXIT_USAGE
 
 

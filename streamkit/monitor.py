@@ -6,8 +6,11 @@ Each station runs in its own graph::
                                                  └─> wav (io.wav_sink at the true rate, with --record)
 
 All graphs share one scheduler thread (:class:`~streamkit.core.runtime.MultiRunner`) and one
-asyncio loop for the WebSockets, so a process monitors many stations with two threads. Events go
-to ``<events>/<station>.jsonl`` and to a live console view (one row per station).
+asyncio loop for the WebSockets, so a process monitors many stations with two threads (plus, per
+station, an event thread and a console thread). Events go to ``<events>/<station>.jsonl`` and to a
+live console view (one row per station), which has its own bounded queue: a terminal that stops
+reading never holds up the event files or recordings, and one that is closed ends the view with one
+line on stderr while the monitor goes on.
 
 With no station given, the built-in KiwiSDR emulator is started on loopback with its default
 stations and a simulated packet loss, and monitored: the embedded default that README's first
@@ -33,8 +36,10 @@ from streamkit.core.events import Event, event_to_dict
 from streamkit.core.graph import Graph
 from streamkit.core.registry import lookup
 from streamkit.core.runtime import MultiRunner, Runner
+from streamkit.io.console_out import ConsoleOut, console_out
 from streamkit.io.filenames import safe_filename
 from streamkit.io.kiwi_source import parse_station, station_name
+from streamkit.io.textsafe import printable
 
 #: the stations monitored on the built-in emulator (its default signals: two speech-like
 #: stations and a tone over noise at the FT8 frequency)
@@ -151,11 +156,17 @@ class _Row:
 class MonitorConsole(EventSink):
     """A live table of stations (rich on a TTY, plain lines otherwise) and a final summary.
 
-    Subscribed to every station graph; ``open``/``close`` are reference-counted so the summary is
-    printed once, after the last station stops.
+    Subscribed to every station graph (:meth:`expect` each one first); the summary is printed
+    once, after the last station stops. Like ``io.console`` it runs on its own threads with a
+    bounded queue (``may_drop``: a terminal that stops reading stalls only the view, never the
+    event files), escapes what servers send (:func:`~streamkit.io.textsafe.printable`, rich
+    ``Text`` rather than markup) and writes through a :class:`~streamkit.io.console_out.ConsoleOut`
+    (a closed pipe: one line on stderr, :attr:`output_lost` set, the run goes on).
     """
 
-    def __init__(self, *, file: IO[str] | None = None, mode: str = "auto", plain_interval_s: float = 5.0) -> None:
+    may_drop = True
+
+    def __init__(self, *, file: IO[str] | ConsoleOut | None = None, mode: str = "auto", plain_interval_s: float = 5.0) -> None:
         self._init_params.pop("file", None)
         self.file = file
         self.mode = mode
@@ -163,13 +174,29 @@ class MonitorConsole(EventSink):
         self.rows: dict[str, _Row] = {}
         self.recent: deque[str] = deque(maxlen=10)
         self._lock = threading.Lock()
+        self._expected = 0
         self._opened = 0
+        self._closed = 0
         self._live: Any = None
+        self._o: ConsoleOut | None = None
         self._last_plain = 0.0
         self._t0 = time.monotonic()
 
-    def _out(self) -> IO[str]:
-        return self.file or sys.stdout
+    def _out(self) -> ConsoleOut:
+        if self._o is None:
+            self._o = console_out(self.file if self.file is not None else sys.stdout)
+        return self._o
+
+    @property
+    def output_lost(self) -> str | None:
+        """Why console output stopped (its reader closed it, ...), or ``None``."""
+        return self._o.lost if self._o is not None else None
+
+    def expect(self, graph_name: str) -> None:
+        """Announce a station before the run: its row comes in this order, and the summary waits for it."""
+        with self._lock:
+            self.rows.setdefault(graph_name, _Row())
+            self._expected += 1
 
     def open(self, graph_name: str) -> None:
         with self._lock:
@@ -177,15 +204,23 @@ class MonitorConsole(EventSink):
             self._opened += 1
             if self._opened > 1:
                 return
-            out = self._out()
-            rich_mode = self.mode == "rich" or (self.mode == "auto" and hasattr(out, "isatty") and out.isatty())
-            if rich_mode:
-                from rich.console import Console
-                from rich.live import Live
+        # outside the lock: Live renders once as it starts, through _render, which takes it
+        out = self._out()
+        rich_mode = self.mode == "rich" or (self.mode == "auto" and out.isatty())
+        if rich_mode:
+            from rich.console import Console
+            from rich.live import Live
 
-                console = Console(file=out)
-                self._live = Live(get_renderable=self._render, console=console, refresh_per_second=4, transient=False)
-                self._live.start()
+            console = Console(file=out)  # type: ignore[arg-type]
+            live = Live(get_renderable=self._render, console=console, refresh_per_second=4, transient=False)
+            live.start()
+            with self._lock:
+                self._live = live
+
+    def _print(self, text: str) -> None:
+        out = self._out()
+        out.write("\n".join(printable(line) for line in text.split("\n")) + "\n")
+        out.flush()
 
     def handle(self, event: Event) -> None:
         line = None
@@ -233,22 +268,35 @@ class MonitorConsole(EventSink):
                 line = f"{event.stream}: {k} {span_s} {_brief(d)}"
                 row.last = f"{k} {span_s}"
             if line is not None:
+                line = printable(line)  # server text (state details, kick messages) must not act on the terminal
                 self.recent.append(line)
-        if line is not None and self._live is None:
-            print(line, file=self._out(), flush=True)
-        if self._live is None and time.monotonic() - self._last_plain >= self.plain_interval_s:
+            live = self._live
+        if live is not None:
+            if self.output_lost:  # the terminal is gone: end the live view, the run goes on
+                self._stop_live()
+            return
+        if line is not None:
+            self._print(line)
+        if time.monotonic() - self._last_plain >= self.plain_interval_s:
             self._last_plain = time.monotonic()
-            print(self._plain_table(), file=self._out(), flush=True)
+            self._print(self._plain_table())
+
+    def _stop_live(self) -> None:
+        with self._lock:
+            live, self._live = self._live, None
+        if live is not None:
+            try:
+                live.stop()
+            except Exception:
+                pass
 
     def close(self) -> None:
         with self._lock:
-            self._opened -= 1
-            if self._opened > 0:
+            self._closed += 1
+            if self._closed < max(self._expected, self._opened):
                 return
-            if self._live is not None:
-                self._live.stop()
-                self._live = None
-        print(self.summary(), file=self._out(), flush=True)
+        self._stop_live()
+        self._print(self.summary())
 
     # -- rendering -------------------------------------------------------------------------------
     def _cells(self, name: str, r: _Row) -> list[str]:
@@ -270,31 +318,33 @@ class MonitorConsole(EventSink):
     def _render(self) -> Any:
         from rich.console import Group
         from rich.table import Table
+        from rich.text import Text
 
+        # every cell a Text of printable(...): a station name or detail with [brackets] or escapes is shown as it is
         with self._lock:
-            t = Table(title=f"streamkit monitor — {len(self.rows)} station(s), {time.monotonic() - self._t0:.0f} s")
+            t = Table(title=Text(f"streamkit monitor — {len(self.rows)} station(s), {time.monotonic() - self._t0:.0f} s"))
             for h in self._HEAD:
                 t.add_column(h)
             for name, r in self.rows.items():
-                t.add_row(*self._cells(name, r))
+                t.add_row(*(Text(printable(c)) for c in self._cells(name, r)))
             recent = list(self.recent)
-        from rich.text import Text
-
         return Group(t, Text("\n".join(recent[-8:])))
 
     def _plain_table(self) -> str:
-        rows = [self._HEAD] + [self._cells(n, r) for n, r in self.rows.items()]
+        rows = [self._HEAD] + [[printable(c) for c in self._cells(n, r)] for n, r in self.rows.items()]
         widths = [max(len(r[i]) for r in rows) for i in range(len(self._HEAD))]
         return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
 
     def summary(self) -> str:
-        lines = ["", "summary (per station):", self._plain_table()]
+        lines = ["", "summary (per station):", *self._plain_table().split("\n")]
         for name, r in self.rows.items():
             if r.final:
                 b = r.final.get("blocks", {})
                 per = ", ".join(f"{k} {v['rtf']:.5f}" for k, v in b.items() if v.get("rtf") is not None)
                 lines.append(f"  {name}: RT factor total {r.final.get('rtf_total') or 0:.5f} [{per}]; gaps {r.final.get('gaps_by_cause')}; events {dict(r.final.get('events', {}))}")
-        return "\n".join(lines)
+                for sink, n in (r.final.get("events_dropped_by_sink") or {}).items():
+                    lines.append(f"  {name}: {n} event(s) not shown by {sink} (it fell behind; the event files have them all)")
+        return "\n".join(printable(line) for line in lines)
 
 
 def _brief(d: Any) -> str:
@@ -339,6 +389,7 @@ def run_monitor(
             p.update(password=password, password_follows_redirect=password_follows_redirect, compression=compression, stall_s=stall_s, max_retries=max_retries, backoff_initial_s=0.5)
             g = build_station_graph(p, events_dir=events_dir, record_dir=record_dir, detectors=detectors, asr_options=asr_options)
             if con is not None:
+                con.expect(g.name)
                 g.subscribe(con)
             runners.append(Runner(g, RealTime(), duration=duration, stats_interval_s=1.0))
         mr = MultiRunner(runners)
@@ -347,4 +398,5 @@ def run_monitor(
         if emu is not None:
             emu.stop()
     fatal = {r.graph.name: r.graph.blocks["kiwi"].fatal_message for r in runners if getattr(r.graph.blocks["kiwi"], "fatal_message", None)}
-    return {"stations": stats, "failures": mr.failures, "fatal": fatal, "emulated": emu is not None}
+    return {"stations": stats, "failures": mr.failures, "fatal": fatal, "emulated": emu is not None,
+            "console_lost": con.output_lost if con is not None else None}

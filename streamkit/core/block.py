@@ -290,9 +290,18 @@ class EventSink:
 
     Subclasses implement :meth:`handle`; :meth:`open` and :meth:`close` bracket a run. Registered
     with ``Graph.subscribe(sink, kinds=("vad.*", ...))``.
+
+    A sink whose output can stall (a terminal) sets ``may_drop = True``: it then gets its own
+    thread and a queue of at most ``queue_size`` events (``streamkit.core.sink_queue``), so that
+    it never holds up the other subscribers (event files); when it falls behind, its oldest events
+    are dropped and counted, and at the end of a run it gets ``close_timeout_s`` to catch up.
+    Its ``open``, ``handle`` and ``close`` all run on that thread.
     """
 
     registry_name: ClassVar[str | None] = None
+    may_drop: ClassVar[bool] = False
+    queue_size: ClassVar[int] = 1000
+    close_timeout_s: ClassVar[float] = 5.0
     _init_params: dict[str, Any]
 
     def __new__(cls, *args: Any, **kwargs: Any) -> EventSink:

@@ -60,6 +60,7 @@ from streamkit.core.errors import BlockError, ConfigError, GraphFatal
 from streamkit.core.events import Event, kind_matches
 from streamkit.core.graph import Graph, Subscription
 from streamkit.core.metrics import LatencyStats
+from streamkit.core.sink_queue import SinkQueue, drop_victim
 from streamkit.core.tags import Gap, GapCause, ParamChange, TimeAnchor
 from streamkit.core.types import Chunk, StreamSpec, Tag
 
@@ -176,7 +177,9 @@ class EventBus:
 
     A slow subscriber never blocks the data path: when the queue is full the oldest *partial*
     event (``*.partial``, ``graph.stats``, ``level.*``) is dropped first, then the oldest event;
-    drops are counted in ``dropped``.
+    drops are counted in ``dropped``. A sink with ``may_drop`` (a console) is fed through its own
+    :class:`~streamkit.core.sink_queue.SinkQueue` instead, so that it never holds up the others;
+    what it misses is counted in ``sink_dropped``.
     """
 
     def __init__(self, subscriptions: list[Subscription], maxlen: int = 10000, threaded: bool = True) -> None:
@@ -189,10 +192,30 @@ class EventBus:
         self.sink_errors = 0
         self._closing = False
         self._thread: threading.Thread | None = None
+        self._queues: dict[int, SinkQueue] = {}  # id(subscription) -> its own queue, for may_drop sinks
+
+    @property
+    def sinks_left_behind(self) -> list[str]:
+        """The ``may_drop`` sinks still blocked when the run ended (their output stalled)."""
+        return sorted({sq.label for sq in self._queues.values() if sq.left_behind})
+
+    @property
+    def sink_dropped(self) -> dict[str, int]:
+        """Events each ``may_drop`` sink never got, by sink (only those that missed some)."""
+        out: dict[str, int] = {}
+        for sq in self._queues.values():
+            if sq.dropped:
+                out[sq.label] = out.get(sq.label, 0) + sq.dropped
+        return out
 
     def open(self, graph_name: str) -> None:
         for s in self.subs:
-            s.sink.open(graph_name)
+            if getattr(s.sink, "may_drop", False):
+                sq = SinkQueue(s.sink, graph_name, maxlen=getattr(s.sink, "queue_size", 1000))
+                self._queues[id(s)] = sq
+                sq.start()
+            else:
+                s.sink.open(graph_name)
         if self.threaded:
             self._thread = threading.Thread(target=self._loop, name=f"events-{graph_name}", daemon=True)
             self._thread.start()
@@ -205,8 +228,7 @@ class EventBus:
             return
         with self.cv:
             if len(self.q) >= self.maxlen:
-                victim = next((i for i, e in enumerate(self.q) if e.kind.endswith(".partial") or e.kind in (E.GRAPH_STATS, E.LEVEL)), 0)
-                del self.q[victim]
+                del self.q[drop_victim(self.q)]
                 self.dropped += 1
             self.q.append(ev)
             self.cv.notify()
@@ -214,6 +236,10 @@ class EventBus:
     def _deliver(self, ev: Event) -> None:
         for s in self.subs:
             if kind_matches(ev.kind, s.kinds):
+                sq = self._queues.get(id(s))
+                if sq is not None:
+                    sq.put(ev)
+                    continue
                 try:
                     s.sink.handle(ev)
                 except Exception:  # a broken sink must not take the graph down
@@ -240,6 +266,10 @@ class EventBus:
                 self.cv.notify()
             self._thread.join(timeout=30)
         for s in self.subs:
+            sq = self._queues.get(id(s))
+            if sq is not None:
+                sq.close(getattr(s.sink, "close_timeout_s", 5.0))
+                continue
             try:
                 s.sink.close()
             except Exception:
@@ -1107,6 +1137,10 @@ class Runner:
             st["source_s"] = src_s
             st["events"] = dict(self.event_counts)
             st["events_dropped"] = self.bus.dropped
+            if self.bus.sink_dropped:
+                st["events_dropped_by_sink"] = self.bus.sink_dropped
+            if self.bus.sinks_left_behind:
+                st["event_sinks_left_behind"] = self.bus.sinks_left_behind
             st["latency_ms"] = {k: v.summary() for k, v in self.latency.items()}
             st["processing_latency_ms"] = {k: v.summary() for k, v in self.proc_latency.items()}
             st["algorithmic_latency_s"] = self.graph.path_latency_s()

@@ -17,6 +17,13 @@ the totals, gaps by cause and events by kind.
 
 Subscribe it to everything (``g.subscribe(ConsoleSink())``); it needs ``graph.stats`` for the RT
 factors and ``stream.*`` for the counters, and hides ``quiet_kinds`` from the event lines.
+
+What reaches the terminal is safe and never holds the run up: text from events (a server's
+messages among them) goes through :func:`~streamkit.io.textsafe.printable` and, in rich mode, into
+:class:`rich.text.Text` (never markup); the sink runs on its own thread with a bounded queue
+(``may_drop``), so a terminal that stops reading stalls only the console; and it writes through a
+:class:`~streamkit.io.console_out.ConsoleOut`, so a closed pipe ends the output with one line on
+stderr (``output_lost``) instead of a traceback per write.
 """
 
 from __future__ import annotations
@@ -35,6 +42,8 @@ from streamkit.core.block import EventSink
 from streamkit.core.errors import ConfigError
 from streamkit.core.events import Event, kind_matches
 from streamkit.core.registry import register
+from streamkit.io.console_out import ConsoleOut, console_out
+from streamkit.io.textsafe import printable
 
 __all__ = ["ConsoleSink", "format_event", "format_summary"]
 
@@ -118,13 +127,14 @@ def _short(v: Any, limit: int = 40) -> str:
 
 
 def format_event(ev: Event, width: int = 160) -> str:
-    """One readable line: ``UTC time  kind  source [span]  what happened``."""
+    """One readable line: ``UTC time  kind  source [span]  what happened``, control characters escaped."""
     try:
         text = _payload_text(ev.kind, _fields(ev.payload))
     except Exception:  # a strange payload must not break the console
         text = repr(ev.payload)
     span = f"[{ev.span[0]}]" if ev.span[0] == ev.span[1] else f"[{ev.span[0]}, {ev.span[1]})"
     line = f"{_clock(ev.t_start_ns if ev.t_start_ns is not None else ev.emitted_ns)}  {ev.kind:<13} {ev.source:<10} {span:<18} {text}"
+    line = printable(line)  # a server's text must not act on the terminal (escape sequences, forged lines)
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
@@ -132,13 +142,13 @@ def _rtf(v: Any) -> str:
     return "-" if v is None else f"{float(v):.4f}"
 
 
-def _summary_rows(stats: Mapping[str, Any]) -> list[tuple[str, str, str, str, str, str, str]]:
-    rows = []
+def _summary_rows(stats: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
     first = stats.get("first_call_ms", {}) or {}
     for name, b in (stats.get("blocks") or {}).items():
         b = b or {}
         fc = b.get("first_call_ms", first.get(name))
-        rows.append((str(name), _rtf(b.get("rtf")), str(b.get("calls", "-")), str(b.get("items_in", "-")), str(b.get("errors", 0)),
+        rows.append((printable(name), _rtf(b.get("rtf")), str(b.get("calls", "-")), str(b.get("items_in", "-")), str(b.get("errors", 0)),
                      "-" if fc is None else f"{float(fc):.1f}", "-" if b.get("start_ms") is None else f"{float(b['start_ms']):.1f}"))  # fmt: skip
     return rows
 
@@ -147,7 +157,7 @@ def _totals(stats: Mapping[str, Any], own_events: Mapping[str, int], suppressed:
     gaps = stats.get("gaps_by_cause") or {}
     events = stats.get("events") or dict(own_events)
     items = [
-        ("state", str(stats.get("state", "?")) + (f" ({stats['fatal']})" if stats.get("fatal") else "")),
+        ("state", printable(str(stats.get("state", "?")) + (f" ({stats['fatal']})" if stats.get("fatal") else ""))),
         ("stream time", f"{_hms(stats.get('stream_s'))} ({float(stats.get('stream_s') or 0.0):.2f} s)"),
         ("wall time", f"{float(stats.get('wall_s') or 0.0):.2f} s"),
         ("RT factor", f"{_rtf(stats.get('rtf_total'))} (incl. first calls {_rtf(stats.get('rtf_total_incl_first_call'))})"),
@@ -155,10 +165,12 @@ def _totals(stats: Mapping[str, Any], own_events: Mapping[str, int], suppressed:
         ("dropped items", str(stats.get("dropped_items", 0))),
         ("xruns", str(stats.get("xruns", 0))),
         ("reconnects", str(stats.get("reconnects", 0))),
-        ("events", ", ".join(f"{k} {v}" for k, v in sorted(events.items())) or "none"),
+        ("events", printable(", ".join(f"{k} {v}" for k, v in sorted(events.items())) or "none")),
     ]
     if stats.get("events_dropped"):
         items.append(("events dropped", str(stats["events_dropped"])))
+    for sink, n in sorted((stats.get("events_dropped_by_sink") or {}).items()):
+        items.append((f"events {sink} missed", f"{n} (it fell behind; the event files have them all)"))
     if suppressed:
         items.append(("console lines suppressed", str(suppressed)))
     return items
@@ -169,7 +181,7 @@ def format_summary(stats: Mapping[str, Any], own_events: Mapping[str, int] | Non
     rows = _summary_rows(stats)
     head = ("block", "rtf", "calls", "items in", "errors", "first call ms", "start ms")
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
-    lines = [f"== summary: graph {stats.get('graph', '?')} ({stats.get('mode', '?')}) =="]
+    lines = [printable(f"== summary: graph {stats.get('graph', '?')} ({stats.get('mode', '?')}) ==")]
     if rows:
         lines.append("  " + "  ".join(h.ljust(widths[i]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(head)))
         for r in rows:
@@ -207,6 +219,7 @@ class ConsoleSink(EventSink):
         The last stats, counters, recent lines; reset at ``open()``.
     """
 
+    may_drop = True  # its own thread and queue: a stalled terminal never holds up the event files
     active_mode: str  #: "rich" or "plain", decided at open()
     _graph: str
     _state: str
@@ -256,20 +269,26 @@ class ConsoleSink(EventSink):
         self._lock = threading.Lock()
         self._live: Any = None
         self._console: Any = None
+        self._o: ConsoleOut | None = None
         self._reset("graph")
 
     # -- EventSink --------------------------------------------------------------------------------
+    @property
+    def output_lost(self) -> str | None:
+        """Why console output stopped (its reader closed it, ...), or ``None``."""
+        return self._o.lost if self._o is not None else None
+
     def open(self, graph_name: str) -> None:
         self._reset(graph_name)
-        out = self._out()
+        self._o = out = console_out(self.file if self.file is not None else sys.stdout)
         rich_mode = self.mode == "rich" or (self.mode == "auto" and _isatty(out))
         self.active_mode = "rich" if rich_mode else "plain"
         if rich_mode:
             from rich.console import Console
             from rich.live import Live
 
-            self._console = Console(file=out, force_terminal=True if self.mode == "rich" else None, width=self.width)
-            is_std = out is sys.stdout or out is sys.__stdout__
+            self._console = Console(file=out, force_terminal=True if self.mode == "rich" else None, width=self.width)  # type: ignore[arg-type]
+            is_std = out.is_stdout
             self._live = Live(get_renderable=self._render, console=self._console, refresh_per_second=self.refresh_hz,
                               transient=False, redirect_stdout=is_std, redirect_stderr=is_std)  # fmt: skip
             self._live.start()
@@ -314,14 +333,19 @@ class ConsoleSink(EventSink):
                 self._emit_plain(line, now)
             if stats_line is not None:
                 self._write(stats_line)
+        elif self._live is not None and self.output_lost:  # the terminal is gone: end the live view
+            self._stop_live()
 
-    def close(self) -> None:
+    def _stop_live(self) -> None:
         live, self._live = self._live, None
         if live is not None:
             try:
                 live.stop()
             except Exception:
                 pass
+
+    def close(self) -> None:
+        self._stop_live()
         with self._lock:
             stats = self._final or self._stats or {}
             own = dict(self._events)
@@ -357,16 +381,15 @@ class ConsoleSink(EventSink):
         self.active_mode = "plain"
 
     # -- plain mode -------------------------------------------------------------------------------
-    def _out(self) -> IO[str]:
-        return self.file if self.file is not None else sys.stdout
+    def _out(self) -> ConsoleOut:
+        if self._o is None:
+            self._o = console_out(self.file if self.file is not None else sys.stdout)
+        return self._o
 
     def _write(self, text: str) -> None:
-        out = self._out()
-        try:
-            out.write(text + "\n")
-            out.flush()
-        except (OSError, ValueError):  # a closed pipe must not take the event thread down
-            pass
+        out = self._out()  # never raises: a closed pipe ends the output with one line on stderr
+        out.write("\n".join(printable(line) for line in text.split("\n")) + "\n")
+        out.flush()
 
     def _emit_plain(self, line: str, now: float) -> None:
         # token bucket: max_lines_per_s lines per second, bursts up to one second's worth
@@ -425,8 +448,8 @@ class ConsoleSink(EventSink):
             retries = self._retries
             state = st.get("state") or self._state
         head = Text()
-        head.append(f"{self._graph}", style="bold")
-        head.append(f"  {state}" + (f"  mode {st['mode']}" if st.get("mode") else "") + "  ")
+        head.append(printable(self._graph), style="bold")
+        head.append(printable(f"  {state}" + (f"  mode {st['mode']}" if st.get("mode") else "") + "  "))
         head.append(f"stream {_hms(st.get('stream_s'))}", style="cyan")
         head.append(f"  wall {float(st.get('wall_s') or 0.0):.1f} s  ")
         rtf = st.get("rtf_total")
@@ -453,7 +476,7 @@ class ConsoleSink(EventSink):
             for name, b in blocks.items():
                 b = b or {}
                 errs = int(b.get("errors") or 0)
-                tb.add_row(str(name), _rtf(b.get("rtf")), Text(str(errs), style="red" if errs else ""))
+                tb.add_row(Text(printable(name)), _rtf(b.get("rtf")), Text(str(errs), style="red" if errs else ""))
             parts.append(tb)
         lines: list[Any] = []
         for kind, line in recent:  # one row per event, cut with an ellipsis rather than wrapped
@@ -465,18 +488,20 @@ class ConsoleSink(EventSink):
     def _summary_table(self, stats: Mapping[str, Any], own: Mapping[str, int], suppressed: int) -> Any:
         from rich.console import Group
         from rich.table import Table
+        from rich.text import Text
 
-        tb = Table(title=f"summary: graph {stats.get('graph', self._graph)} ({stats.get('mode', '?')})", title_justify="left")
+        # cells and title as Text: a name or message with [brackets] is shown as written, not read as markup
+        tb = Table(title=Text(printable(f"summary: graph {stats.get('graph', self._graph)} ({stats.get('mode', '?')})")), title_justify="left")
         for h, j in (("block", "left"), ("rtf", "right"), ("calls", "right"), ("items in", "right"), ("errors", "right"),
                      ("first call ms", "right"), ("start ms", "right")):  # fmt: skip
             tb.add_column(h, justify=j)  # type: ignore[arg-type]
         for r in _summary_rows(stats):
-            tb.add_row(*r)
+            tb.add_row(*(Text(c) for c in r))
         tot = Table(show_header=False, box=None, padding=(0, 1))
         tot.add_column(style="bold")
         tot.add_column()
         for k, v in _totals(stats, own, suppressed):
-            tot.add_row(k, v)
+            tot.add_row(Text(k), Text(v))
         return Group(tb, tot)
 
 
