@@ -55,7 +55,9 @@ class SpeechGate(RateBlock):
         ``vad.segment`` (detector "stat") when a segment ends (with ``events``), as ``dsp.stat_sad``.
     Latency:
         Output item ``i`` leaves once the decisions of every frame starting at or before ``i`` are
-        made: ``512 + 12 * 256 = 3584`` items (448 ms) at most.
+        made: ``512 + 12 * 256 = 3584`` items (448 ms) at most; at the start of the stream (and
+        after a gap) the warm-up look-back holds the first ``512 + 22 * 256 = 6144`` items (768
+        ms) until it is complete, so that speech from the first sample on is tagged.
     Gaps:
         ``on_gap`` RESET. Before the reset the runtime calls :meth:`drain`: the held-back audio
         before the loss goes out with its tags (the open segment is closed there, its event
@@ -103,8 +105,8 @@ class SpeechGate(RateBlock):
         self._nonfinite = 0
         self._in_pos = 0  # absolute index of the next input item
         self._clear(0)
-        # JIT warm-up (compile or cache load) on a scratch analyser
-        scratch = _Analyzer(p.analysis, p.backend)
+        # JIT warm-up (compile or cache load) on a scratch analyser (no look-back: the kernels run at once)
+        scratch = _Analyzer({**p.analysis, "warmup_rescore": False}, p.backend)
         scratch.set_decision(p.threshold, p.threshold - p.hysteresis, p.vote_min, p.look)
         scratch.step(np.zeros((1, WIN + HOP, 1), np.float32), True, 0, True)
         scratch.final()
@@ -142,6 +144,8 @@ class SpeechGate(RateBlock):
         if self._an is None:
             return None
         _, ne = self._an.final()
+        if self._an.late_bad:  # a stream or segment that ended inside the warm-up look-back
+            self._nonfinite += self._an.late_bad
         if ne:
             self._edges(ctx, self._an.edges[:ne])
         return self._release(ctx, self._in_pos)
