@@ -76,10 +76,11 @@ def _block(system: str, threshold: float | None) -> Any:
     return lookup(name)(**kw)
 
 
-def sad_file(path: str | Path, system: str, threshold: float | None = None, *, chunk_s: float = CHUNK_S) -> FileSad:
+def sad_file(path: str | Path, system: str, threshold: float | None = None, *, chunk_s: float | None = None) -> FileSad:
     """Run the SAD ``system`` (one of :data:`STREAMED`) over the audio file ``path`` as a stream.
 
-    ``threshold`` (None: the block's default) is the block's decision threshold. The scores are
+    ``threshold`` (None: the block's default) is the block's decision threshold; ``chunk_s``
+    (None: :data:`CHUNK_S`) the seconds of audio per read. The scores are
     the block's output items; for ``dnn`` they go through the vote's rank filter
     (:func:`streamkit.eval.sad.majority_filter`, as the ``dnn`` system's ``score_file``), so that
     ``score > threshold`` is the block's frame decision; for ``stat`` the decision also has the
@@ -115,7 +116,7 @@ def sad_file(path: str | Path, system: str, threshold: float | None = None, *, c
     sink = CollectSink()
     chain += [g.add(sad, name="sad"), g.add(sink, name="scores")]
     g.chain(*chain)
-    runner = Runner(g, keep_events=True, threaded_events=False, stats_interval_s=0, chunk_s=chunk_s)
+    runner = Runner(g, keep_events=True, threaded_events=False, stats_interval_s=0, chunk_s=CHUNK_S if chunk_s is None else chunk_s)
     t0 = time.process_time()
     try:
         runner.run()
