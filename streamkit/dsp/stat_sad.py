@@ -590,6 +590,7 @@ class StatSAD(RateBlock):
 
     def start(self, ctx: Context) -> None:
         self._ctx = ctx
+        self.length_slack = 2
         self._an = _Analyzer(self.analysis, self.backend)
         self._an.set_decision(self.threshold, self.threshold - self.hysteresis, self.vote_min, self.look)
         self._out_pos = 0  # absolute output index of the next item this block returns
@@ -623,7 +624,9 @@ class StatSAD(RateBlock):
         if self._ctx is None or self._an is None:
             return
         if self._origin is not None:
-            _, ne = self._an.final()
+            n, ne = self._an.final()
+            # the frames decided here are dropped (never output): the runtime's length check allows them
+            self.length_slack += n + 2
             self._bad(self._ctx, self._an.late_bad)
             if ne:
                 self._edges(self._ctx, self._an.edges[:ne], tag=False)

@@ -460,3 +460,17 @@ def test_lookback_holds_until_complete_then_normal_latency():
     assert sum(got) == 0 and an.priming
     m, _, n, _ = an.step(y[WIN + 21 * HOP : WIN + 22 * HOP].reshape(1, -1, 1), True, 0, True)
     assert m == 23 and n == 23 - 12 and not an.priming
+
+
+def test_gaps_inside_and_after_the_lookback_no_length_warning(caplog):
+    """A gap inside the look-back, or later, resets the block as before (pending frames dropped,
+    events still emitted), any chunking alike, and the runtime's output-length check stays quiet."""
+    x, _, _ = prompt(0)
+    y = np.concatenate([x, x, x])
+    for g in (3000, 6100, 14800):
+        gap = Gap(lost=500, cause=GapCause.RECONNECT)
+        with caplog.at_level("WARNING"):
+            r = assert_chunking_invariant(StatSAD, y[:, None], rate=RATE, sizes=("all", 7, "random"), gaps=[(g, gap)])
+        assert not [m for m in caplog.messages if "produced" in m], caplog.messages
+        assert [s for s in spans(r) if s[0] >= g]  # speech after the gap is found afresh
+        assert all(b <= g for a, b in spans(r) if a < g)
