@@ -104,7 +104,7 @@ def build_station_graph(
         if d == "energy":
             blk = g.add(lookup("dsp.energy_vad")(), name="vad")
         elif d == "stat":
-            # a WindowBlock with no audio output: it hangs off the level meter's output (fan-out)
+            # a score stream, no audio output: it hangs off the level meter's output (fan-out)
             sad = g.add(lookup("dsp.stat_sad")(), name="stat_sad")
             g.connect(last, sad)
             continue

@@ -27,7 +27,7 @@ from streamkit.core.registry import register
 from streamkit.core.tags import SPEECH, Gap, SpeechBoundary
 from streamkit.core.types import StreamSpec
 from streamkit.dsp.kernels.minstat import DS_NOUT
-from streamkit.dsp.stat_sad import DETECTOR, HOP, RATE, VAD_SEGMENT, WIN, StatSAD, _Analyzer
+from streamkit.dsp.stat_sad import DETECTOR, HOP, RATE, VAD_SEGMENT, WIN, StatSAD, _Analyzer, warm_up_analyzer
 
 __all__ = ["SpeechGate"]
 
@@ -55,7 +55,9 @@ class SpeechGate(RateBlock):
         ``vad.segment`` (detector "stat") when a segment ends (with ``events``), as ``dsp.stat_sad``.
     Latency:
         Output item ``i`` leaves once the decisions of every frame starting at or before ``i`` are
-        made: ``512 + 12 * 256 = 3584`` items (448 ms) at most.
+        made: ``512 + 12 * 256 = 3584`` items (448 ms) at most; at the start of the stream (and
+        after a gap) the warm-up look-back holds the first ``512 + 22 * 256 = 6144`` items (768
+        ms) until it is complete, so that speech from the first sample on is tagged.
     Gaps:
         ``on_gap`` RESET. Before the reset the runtime calls :meth:`drain`: the held-back audio
         before the loss goes out with its tags (the open segment is closed there, its event
@@ -103,13 +105,7 @@ class SpeechGate(RateBlock):
         self._nonfinite = 0
         self._in_pos = 0  # absolute index of the next input item
         self._clear(0)
-        # JIT warm-up (compile or cache load) on a scratch analyser, with a read-only chunk viewed as
-        # work() views one: numba compiles a read-only array apart from a writable one
-        scratch = _Analyzer(p.analysis, p.backend)
-        scratch.set_decision(p.threshold, p.threshold - p.hysteresis, p.vote_min, p.look)
-        dummy = ctx.dummy_input("in", n=WIN + HOP)
-        scratch.step(dummy.reshape(1, dummy.shape[0], 1), True, 0, True)
-        scratch.final()
+        warm_up_analyzer(p.analysis, p.backend, (p.threshold, p.threshold - p.hysteresis, p.vote_min, p.look), ctx.dummy_input("in", n=WIN + HOP))
 
     def _clear(self, at: int) -> None:
         assert self._an is not None
@@ -144,6 +140,8 @@ class SpeechGate(RateBlock):
         if self._an is None:
             return None
         _, ne = self._an.final()
+        if self._an.late_bad:  # a stream or segment that ended inside the warm-up look-back
+            self._nonfinite += self._an.late_bad
         if ne:
             self._edges(ctx, self._an.edges[:ne])
         return self._release(ctx, self._in_pos)

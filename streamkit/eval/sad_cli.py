@@ -4,9 +4,13 @@
     Runs one system of :mod:`streamkit.eval.sad_systems` over WAV/FLAC files (directories are
     searched recursively for ``*.wav`` / ``*.flac``). Any sample rate is resampled to 8 kHz and
     multi-channel audio is averaged; segment times are in seconds, so they refer to the original
-    file. Writes ``DIR/<stem>.rttm`` (speech where ``score > threshold``, frames OR-ed onto samples
-    by :func:`~streamkit.eval.sad.frames_to_samples`), and with ``--scores``
-    ``DIR/<stem>.scores.npy`` plus ``DIR/<stem>.scores.json`` (hop, win, rate, system, threshold).
+    file. The systems that are blocks (stat, stat-c, dnn) stream the file through the graph
+    ``io.file -> dsp.mono -> dsp.resample -> dsp.stat_sad | models.sad_dnn`` in bounded memory
+    (:mod:`streamkit.eval.sad_stream`) and write the block's segments (hysteresis, vote, start-up
+    re-scoring: what a graph gives); the others load the file and write speech where
+    ``score > threshold``, frames OR-ed onto samples by :func:`~streamkit.eval.sad.frames_to_samples`.
+    Writes ``DIR/<stem>.rttm``, and with ``--scores`` ``DIR/<stem>.scores.npy`` plus
+    ``DIR/<stem>.scores.json`` (hop, win, rate, system, threshold).
 
 ``streamkit eval sad --system NAME[,NAME...] --corpus DIR [--out DIR] [--collar 0.5] [--mode fgnt|opensad]``
     The HF paper's protocol on a corpus written by ``streamkit corpus hf``: sweep thresholds on
@@ -30,8 +34,9 @@ from typing import Any
 import numpy as np
 
 from streamkit.core.errors import StreamkitError
+from streamkit.eval import sad_stream
 from streamkit.eval import sad_systems as ss
-from streamkit.eval.rttm import read_rttm_masks, write_rttm
+from streamkit.eval.rttm import mask_to_intervals, read_rttm_masks, write_rttm
 from streamkit.eval.sad import (
     DEFAULT_THRESHOLDS,
     ResultRow,
@@ -101,6 +106,22 @@ def _file_id(stem: str, seen: set[str]) -> str:
     return fid
 
 
+def _score_file(path: Path, system: ss.SadSystem, thr: float) -> sad_stream.FileSad:
+    """Speech intervals and frame scores of one file at 8 kHz.
+
+    A system that is a block (stat, stat-c, dnn) runs as a stream over the file
+    (:func:`streamkit.eval.sad_stream.sad_file`: bounded memory, the block's segments, so the
+    RTTM is what a graph gives); the others score the whole loaded file and take
+    ``score > thr`` per frame, OR-ed onto the samples.
+    """
+    if sad_stream.streamed(system.name):
+        return sad_stream.sad_file(path, system.name, thr)
+    audio = ss.load_audio(path)
+    sc = ss.score_signal(system, audio.x)
+    speech = frames_to_samples(sc.scores > thr, sc.hop, sc.win, sc.n_samples)
+    return sad_stream.FileSad(mask_to_intervals(speech), sc.scores, sc.hop, sc.win, sc.n_samples, sc.seconds, audio.notes)
+
+
 def run_sad(ns: argparse.Namespace) -> int:
     """Run ``streamkit sad`` from parsed arguments; 0 on success, 2 for usage errors, 1 if a file failed."""
     try:
@@ -123,14 +144,13 @@ def run_sad(ns: argparse.Namespace) -> int:
     failed = 0
     for f in files:
         try:
-            audio = ss.load_audio(f)
-            sc = ss.score_signal(system, audio.x)
+            sc = _score_file(f, system, thr)
         except (StreamkitError, ValueError) as exc:
             _err(str(exc))
             failed += 1
             continue
         fid = _file_id(f.stem, seen)
-        speech = frames_to_samples(sc.scores > thr, sc.hop, sc.win, sc.n_samples)
+        speech = sc.intervals
         write_rttm(out / f"{fid}.rttm", {fid: speech}, ss.RATE)
         if ns.scores:
             with atomic_output(out / f"{fid}.scores.npy", "wb") as fh:
@@ -141,9 +161,9 @@ def run_sad(ns: argparse.Namespace) -> int:
         tot_s += sc.seconds
         tot_n += sc.n_samples
         dur = sc.n_samples / ss.RATE
-        note = f" ({'; '.join(audio.notes)})" if audio.notes else ""
+        note = f" ({'; '.join(sc.notes)})" if sc.notes else ""
         print(
-            f"{f}: {dur:.2f} s, speech {speech.mean() * 100 if len(speech) else 0:.1f} %, RT factor {ss.rt_factor(sc.seconds, sc.n_samples):.4f} -> {out / (fid + '.rttm')}{note}"
+            f"{f}: {dur:.2f} s, speech {sc.speech_fraction * 100:.1f} %, RT factor {ss.rt_factor(sc.seconds, sc.n_samples):.4f} -> {out / (fid + '.rttm')}{note}"
         )
     done = len(files) - failed
     print(

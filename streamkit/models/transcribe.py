@@ -1,7 +1,8 @@
 """``streamkit transcribe PATH...``: statistical SAD + multilingual streaming RNN-T over audio files.
 
-Per file the graph is the one the live monitor runs: the audio (any rate and channel count, mixed
-to mono and resampled to 8 kHz with soxr, as ``streamkit sad``) -> ``dsp.speech_gate`` (the
+Per file the graph is the one the live monitor runs, streaming the file in bounded memory: the
+audio (``io.file``; any rate and channel count, mixed to mono by ``dsp.mono`` and resampled to
+8 kHz by ``dsp.resample``, soxr HQ, as ``streamkit sad``) -> ``dsp.speech_gate`` (the
 statistical SAD; the audio passes with sample-exact speech tags) -> ``models.rnnt_asr`` (one beam
 search per language in lockstep, LID shutoff). One line per utterance::
 
@@ -80,33 +81,69 @@ def default_weights() -> Path:
     return RNNT_WEIGHTS
 
 
-def transcribe_array(x: Any, weights: str | Path, *, sad: str = "stat", beam: int = 4, tau: float | None = 30.0, s_th: float | None = 0.5,
-                     languages: list[str] | None = None, lid_select: str = "auto", lid_score: str = "auto", lid_prior: Any = None, pre_roll_s: float = 0.1, max_utterance_s: float = 30.0,
-                     threads: int = 1, lexicon: str | None = None, word_penalty: float = 0.0) -> tuple[list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
-    """Transcribe float32 mono 8 kHz audio ``x``: (one dict per utterance, runner stats)."""
+def transcribe_array(x: Any, weights: str | Path, **kw: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Transcribe float32 mono 8 kHz audio ``x``: (one dict per utterance, runner stats).
+
+    Keyword arguments as :func:`transcribe_file`'s.
+    """
     import numpy as np
 
+    from streamkit.io.collect import VectorSource
+
+    return _transcribe(VectorSource(samples=np.asarray(x, np.float32), rate=RATE, sizes=1600), weights, **kw)
+
+
+def transcribe_file(path: str | Path, weights: str | Path, **kw: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Transcribe an audio file as a stream (bounded memory, whatever its length).
+
+    The graph: ``io.file`` (``chunk_s`` of audio per read) -> ``dsp.mono`` (several channels:
+    their mean) -> ``dsp.resample`` (soxr HQ to 8 kHz, when the file has another rate) -> the
+    SAD gate and the ASR of :func:`transcribe_array`, which sees the samples
+    :func:`streamkit.eval.sad_systems.load_audio` would give (the resampler streams bit-exactly).
+    Returns (one dict per utterance, runner stats; ``stats["samples_8k"]`` the samples at 8 kHz).
+    """
+    from streamkit.io.file_source import FileSource
+
+    return _transcribe(FileSource(path=str(path)), weights, **kw)
+
+
+def _transcribe(src: Any, weights: str | Path, *, sad: str = "stat", beam: int = 4, tau: float | None = 30.0, s_th: float | None = 0.5,
+                languages: list[str] | None = None, lid_select: str = "auto", lid_score: str = "auto", lid_prior: Any = None, pre_roll_s: float = 0.1, max_utterance_s: float = 30.0,
+                threads: int = 1, lexicon: str | None = None, word_penalty: float = 0.0, chunk_s: float = 0.2) -> tuple[list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
+    from streamkit.core.errors import ConfigError
     from streamkit.core.graph import Graph
     from streamkit.core.runtime import Runner
+    from streamkit.dsp.passthrough import Mono
+    from streamkit.dsp.resample import Resample
     from streamkit.dsp.speech_gate import SpeechGate
-    from streamkit.io.collect import VectorSource
     from streamkit.models.rnnt_stream import ASR_FINAL, LID_RESULT, RnntAsr
 
+    try:
+        spec = src.negotiate({})["out"]
+    except ConfigError as exc:  # io.file: an unreadable or missing file
+        raise StreamkitError(str(exc)) from None
     g = Graph("transcribe")
-    src = g.add(VectorSource(samples=np.asarray(x, np.float32), rate=RATE, sizes=1600), name="src")
+    chain = [g.add(src, name="src")]
+    if spec.channels > 1:
+        chain.append(g.add(Mono(), name="mono"))
+    if spec.rate != RATE:
+        chain.append(g.add(Resample(to_hz=RATE, quality="HQ"), name="resample"))
     asr = RnntAsr(model=str(weights), beam=beam, tau_frames=tau, s_th=s_th, languages=languages, threads=threads, lid_select=lid_select,
                   lid_score=lid_score, lid_prior=lid_prior, utterance_mode="tags" if sad == "stat" else "always", pre_roll_s=pre_roll_s if sad == "stat" else 0.0,
                   max_utterance_s=max_utterance_s, lexicon=lexicon, word_penalty=word_penalty, name="asr")  # fmt: skip
-    if sad == "stat":
-        gate = g.add(SpeechGate(events=False), name="sad")
-        g.chain(src, gate, g.add(asr, name="asr"))
-    else:
-        g.chain(src, g.add(asr, name="asr"))
-    r = Runner(g, keep_events=True, threaded_events=False, stats_interval_s=0, chunk_s=0.2)
+    gate = SpeechGate(events=False) if sad == "stat" else None
+    if gate is not None:
+        chain.append(g.add(gate, name="sad"))
+    chain.append(g.add(asr, name="asr"))
+    g.chain(*chain)
+    r = Runner(g, keep_events=True, threaded_events=False, stats_interval_s=0, chunk_s=chunk_s)
     st = r.run()
     errors = [e for e in r.events if e.kind == "block.error"]
     if errors:
-        raise StreamkitError(f"{errors[0].payload}")
+        raise StreamkitError(f"{getattr(errors[0].payload, 'message', errors[0].payload)}")
+    if gate is not None and gate.nonfinite_samples:
+        raise StreamkitError(f"{getattr(src, 'path', 'audio')}: audio contains NaN or inf samples ({gate.nonfinite_samples} at {RATE} Hz)")
+    st["samples_8k"] = int(r.metrics("asr").items_in)
     lids = {e.payload.utterance_id: e.payload for e in r.events if e.kind == LID_RESULT}
     out: list[dict[str, Any]] = []
     for e in r.events:
@@ -126,7 +163,6 @@ def transcribe_array(x: Any, weights: str | Path, *, sad: str = "stat", beam: in
 
 def run_from_args(ns: argparse.Namespace) -> int:
     """Run ``streamkit transcribe``; 0 on success, 2 for usage errors, 1 if a file failed."""
-    from streamkit.eval import sad_systems as ss
     from streamkit.eval.sad_cli import _collect
 
     weights = Path(ns.weights) if ns.weights else default_weights()
@@ -183,9 +219,8 @@ def run_from_args(ns: argparse.Namespace) -> int:
     tot_audio = tot_cpu = 0.0
     for f in files:
         try:
-            audio = ss.load_audio(f)
             t0 = time.process_time()
-            utts, _ = transcribe_array(audio.x, weights, sad=ns.sad, beam=beam, tau=_inf_none(ns.tau), s_th=_inf_none(ns.s_th), languages=langs, lid_select=ns.lid_select, lid_score=ns.lid_score, lid_prior=prior,
+            utts, st = transcribe_file(f, weights, sad=ns.sad, beam=beam, tau=_inf_none(ns.tau), s_th=_inf_none(ns.s_th), languages=langs, lid_select=ns.lid_select, lid_score=ns.lid_score, lid_prior=prior,
                                        pre_roll_s=ns.pre_roll_s, max_utterance_s=ns.max_utterance_s, threads=ns.threads,
                                        lexicon=ns.lexicon, word_penalty=penalty)  # fmt: skip
             cpu = time.process_time() - t0
@@ -194,7 +229,7 @@ def run_from_args(ns: argparse.Namespace) -> int:
             _err(msg if str(f) in msg else f"{f}: {msg}")
             failed += 1
             continue
-        dur = audio.x.shape[0] / RATE
+        dur = st["samples_8k"] / RATE
         tot_audio += dur
         tot_cpu += cpu
         for u in utts:

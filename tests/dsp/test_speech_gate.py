@@ -99,3 +99,19 @@ def test_registered():
     from streamkit.core.registry import lookup
 
     assert lookup("dsp.speech_gate") is SpeechGate
+
+
+def test_short_prompt_tagged_from_its_start():
+    """The ASR's gate gets the StatSAD's warm-up re-scoring: a prompt's speech is tagged from its start."""
+    from tests.dsp.test_stat_sad import prompt
+
+    x, a, b = prompt(1)
+    r = run_block(SpeechGate(), x[:, None], rate=RATE, sizes=800)
+    np.testing.assert_array_equal(r.samples[:, 0], x)
+    spans = speech_spans(r)
+    assert spans and spans[0][0] <= a + 2 * 256
+    end = spans[0][1] if spans[0][1] is not None else x.shape[0]
+    assert (min(end, b) - max(spans[0][0], a)) / (b - a) > 0.9
+    r0 = run_block(SpeechGate(warmup_rescore=False), x[:, None], rate=RATE, sizes=800)
+    assert not speech_spans(r0) or speech_spans(r0)[0][0] > a + 0.5 * RATE
+    assert_chunking_invariant(SpeechGate, x[:, None], rate=RATE, sizes=("all", 1, 300, "random"))

@@ -143,3 +143,36 @@ def test_cli_lexicon(tmp_path, capsys):
     assert "--lexicon:" in capsys.readouterr().err
     assert main(["transcribe", str(p), "--weights", weights, "--lexicon", str(lex), "--word-penalty", "-1"]) == 2
     assert "--word-penalty must be" in capsys.readouterr().err
+
+
+def test_cli_streams_the_file_in_bounded_chunks(tmp_path, capsys, monkeypatch):
+    """transcribe reads the file through io.file in bounded chunks (never loads it whole) and gives
+    what the same samples, loaded whole, give through the same graph."""
+    from streamkit.eval import sad_systems as ss
+    from streamkit.io.file_source import FileSource
+    from streamkit.models.transcribe import transcribe_file
+
+    weights = make_model(tmp_path)
+    p, _ = speech_file(tmp_path, rate=16000, seconds=10.0)
+    x = ss.load_audio(p).x
+    ref, _ = transcribe_array(x, weights, beam=1)
+    reads = []
+    real_read = FileSource.read
+
+    def read(self, max_items, ctx):
+        r = real_read(self, max_items, ctx)
+        reads.append(0 if r is None else r.samples.shape[0])
+        return r
+
+    def no_whole_file(*a, **k):
+        raise AssertionError("load_audio called: the file was loaded whole")
+
+    monkeypatch.setattr(FileSource, "read", read)
+    monkeypatch.setattr(ss, "load_audio", no_whole_file)
+    got, st = transcribe_file(p, weights, beam=1)
+    assert max(reads) <= int(0.2 * 16000) and sum(reads) == 10 * 16000
+    assert st["samples_8k"] == len(x)
+    assert [(u["start_s"], u["end_s"], u["text"]) for u in got] == [(u["start_s"], u["end_s"], u["text"]) for u in ref]
+    reads.clear()
+    assert main(["transcribe", str(p), "--weights", weights, "--beam", "1"]) == 0
+    assert reads and max(reads) <= int(0.2 * 16000)
