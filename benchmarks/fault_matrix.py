@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import json
 import logging
 import os
 import shutil
@@ -74,6 +75,8 @@ class Scenario:
     """More ``streamkit monitor`` options."""
     expect: str = "stream"
     """``stream``: the whole duration, every loss reported; ``stop``: a reason and a non-zero exit."""
+    exit_code: int = 0
+    """The exit status a ``stream`` scenario must end with (3: the run completed, its console was lost)."""
     kind: str = "plain"
     """``plain``, ``kill`` (server reset and restarted), ``redirect4``/``redirect6``, ``stalled_stdout``."""
     emulator: dict[str, Any] = field(default_factory=dict)
@@ -102,7 +105,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("record_20250", "--record at 20250.3 Hz", sample_rate=20250.3, args=("--record", "{rec}")),
     Scenario("redirect_ipv4", "redirect to http://127.0.0.1:PORT/ (--password)", kind="redirect4", args=("--password", PASSWORD)),
     Scenario("redirect_ipv6", "redirect to http://[::1]:PORT/ (--password)", kind="redirect6", args=("--password", PASSWORD)),
-    Scenario("stalled_stdout", "console into a 4 KiB pipe nobody reads (no --quiet)", faults="drop_every=5", kind="stalled_stdout"),
+    Scenario("stalled_stdout", "console into a 4 KiB pipe nobody reads (no --quiet)", faults="drop_every=5", kind="stalled_stdout", exit_code=3),
     Scenario("kick", "kiwi_kick 3 s after auth", faults="kick=3;kick_message=kicked by the fault matrix", expect="stop"),
     Scenario("inactivity", "inactivity timeout 3 s after tuning", faults="inactivity_timeout=3", expect="stop"),
     Scenario("badp", "bad password (badp=1)", faults="badp=1", expect="stop"),
@@ -151,13 +154,16 @@ def _streams(threads: list[EmulatorThread]) -> tuple[list[ServerStream], list[An
 
 
 class _FileWatch(threading.Thread):
-    """Polls the size of the event files while the monitor runs: the longest time they did not grow
-    (from their first byte to the process's exit), i.e. how long a reader of the files saw nothing new."""
+    """Polls the size of the event files while the monitor runs. ``max_stall_s``: the longest time
+    they did not grow between their first byte and their last (how long a reader of the files saw
+    nothing new while the run was going on); ``tail_s``: from their last growth to the process's
+    exit, which counts as a stall only if the files did not end with the run's final event."""
 
     def __init__(self, events: Path, proc: subprocess.Popen[bytes], period: float = 0.1) -> None:
         super().__init__(daemon=True)
         self.events, self.proc, self.period = events, proc, period
         self.max_stall_s: float | None = None
+        self.tail_s: float | None = None
 
     def _size(self) -> int:
         return sum(f.stat().st_size for f in self.events.glob("*.jsonl")) if self.events.is_dir() else 0
@@ -168,12 +174,33 @@ class _FileWatch(threading.Thread):
             done = self.proc.poll() is not None
             now, size = time.monotonic(), self._size()
             if size != last_size:
+                if last_change is not None:
+                    self.max_stall_s = max(self.max_stall_s or 0.0, now - last_change)
                 last_size, last_change = size, now
-            if last_change is not None:
-                self.max_stall_s = max(self.max_stall_s or 0.0, now - last_change)
             if done:
+                if last_change is not None:
+                    self.max_stall_s = self.max_stall_s or 0.0
+                    self.tail_s = now - last_change
                 return
             time.sleep(self.period)
+
+    def files_complete(self) -> bool:
+        """Every event file ends with the runtime's final ``graph.state`` (the run closed it)."""
+        files = sorted(self.events.glob("*.jsonl")) if self.events.is_dir() else []
+        for f in files:
+            lines = f.read_text(encoding="utf-8", errors="replace").splitlines()
+            try:
+                last = json.loads(lines[-1]) if lines else {}
+            except json.JSONDecodeError:
+                return False
+            if last.get("kind") != "graph.state":
+                return False
+        return bool(files)
+
+    def live(self, bound_s: float = 5.0) -> bool:
+        if self.max_stall_s is None or self.max_stall_s > bound_s:
+            return False
+        return self.tail_s is None or self.tail_s <= bound_s or self.files_complete()
 
 
 def _escape(text: str) -> str:
@@ -367,8 +394,8 @@ def run_scenario(sc: Scenario, duration: float, python: str = sys.executable) ->
         "no_traceback": tracebacks == 0,
         "no_malformed_passed": acc.malformed_passed == 0,
         "ended_by_itself": "SIGINT" not in how and "SIGKILL" not in how,
-        "events_live": watch.max_stall_s is not None and watch.max_stall_s <= 5.0,
-        "expectation": (acc.missing_tail == 0 and rc == 0) if sc.expect == "stream" else (rc not in (0, None) and bool(message.strip())),
+        "events_live": watch.live(5.0),
+        "expectation": (acc.missing_tail == 0 and rc == sc.exit_code) if sc.expect == "stream" else (rc not in (0, None) and bool(message.strip())),
     }
     if sc.kind in ("redirect4", "redirect6"):
         checks["password_kept"] = not pw_forwarded
@@ -400,6 +427,7 @@ def run_scenario(sc: Scenario, duration: float, python: str = sys.executable) ->
         "exit": exit_s + (f" ({how})" if how else ""),
         "events": client.events,
         "event_file_max_stall_s": None if watch.max_stall_s is None else round(watch.max_stall_s, 2),
+        "event_file_tail_s": None if watch.tail_s is None else round(watch.tail_s, 2),
         "events_max_gap_emitted_s": None if client.max_silence_s is None else round(client.max_silence_s, 2),
         "tracebacks": tracebacks,
         "emulator_errors": errors.records[:5],
