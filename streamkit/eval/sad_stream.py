@@ -55,6 +55,7 @@ class FileSad:
     n_samples: int  # samples at RATE that reached the SAD
     seconds: float  # process time of the whole run (decoding, resampling, the SAD)
     notes: list[str] = field(default_factory=list)
+    segment_scores: list[float] = field(default_factory=list)  # each segment's mean frame score (the event's)
 
     @property
     def speech_fraction(self) -> float:
@@ -89,20 +90,40 @@ def sad_file(path: str | Path, system: str, threshold: float | None = None, *, c
     Raises:
         AudioError: unreadable file, a read failure, or NaN/inf samples (named with the file).
     """
-    from streamkit.core.graph import Graph
-    from streamkit.core.runtime import Runner
-    from streamkit.dsp.passthrough import Mono
-    from streamkit.dsp.resample import Resample
-    from streamkit.io.collect import CollectSink
     from streamkit.io.file_source import FileSource
 
     p = Path(path)
     src = FileSource(path=str(p))
     try:
-        spec = src.negotiate({})["out"]
+        src.negotiate({})
     except ConfigError as exc:
         reason = str(exc).split(": ", 2)[-1] if str(exc).startswith("io.file: cannot open") else str(exc)
         raise AudioError(f"{p}: cannot read audio: {reason}") from None
+    return _sad_source(src, str(p), system, threshold, chunk_s)
+
+
+def sad_array(samples: np.ndarray, rate: Any, system: str, threshold: float | None = None, *, chunk_s: float | None = None) -> FileSad:
+    """:func:`sad_file` on audio in memory: ``samples`` ``(n,)`` or ``(n, channels)`` float32 at ``rate`` Hz.
+
+    The same graph with :class:`~streamkit.io.collect.VectorSource` in place of ``io.file``, so
+    the same samples give the same segments as the file would.
+    """
+    from streamkit.io.collect import VectorSource
+
+    src = VectorSource(samples=samples, rate=rate, sizes=max(1, len(samples)), utc_ns=None)
+    return _sad_source(src, "audio", system, threshold, chunk_s)
+
+
+def _sad_source(src: Any, label: str, system: str, threshold: float | None, chunk_s: float | None) -> FileSad:
+    """The graph ``src -> [dsp.mono] -> [dsp.resample to 8 kHz] -> SAD block`` run to the end;
+    ``label`` names the audio in errors."""
+    from streamkit.core.graph import Graph
+    from streamkit.core.runtime import Runner
+    from streamkit.dsp.passthrough import Mono
+    from streamkit.dsp.resample import Resample
+    from streamkit.io.collect import CollectSink
+
+    spec = src.negotiate({})["out"]
     notes: list[str] = []
     g = Graph("sad")
     chain = [g.add(src, name="file")]
@@ -121,17 +142,17 @@ def sad_file(path: str | Path, system: str, threshold: float | None = None, *, c
     try:
         runner.run()
     except StreamkitError as exc:
-        raise AudioError(f"{p}: {str(exc).splitlines()[0]}") from None
+        raise AudioError(f"{label}: {str(exc).splitlines()[0]}") from None
     seconds = time.process_time() - t0
     errors = [e for e in runner.events if e.kind == "block.error"]
     if errors:
         msg = str(getattr(errors[0].payload, "message", errors[0].payload)).splitlines()[0]
-        raise AudioError(msg if str(p) in msg else f"{p}: {msg}")
+        raise AudioError(msg if label in msg else f"{label}: {msg}")
     bad = int(getattr(sad, "nonfinite_samples", 0))
     if bad:
-        raise AudioError(f"{p}: audio contains NaN or inf samples ({bad} reached the SAD at {RATE} Hz)")
-    spans = [e.span for e in runner.events if e.kind == "vad.segment"]
-    intervals = np.array(spans, dtype=np.int64).reshape(-1, 2)
+        raise AudioError(f"{label}: audio contains NaN or inf samples ({bad} reached the SAD at {RATE} Hz)")
+    segs = [e for e in runner.events if e.kind == "vad.segment"]
+    intervals = np.array([e.span for e in segs], dtype=np.int64).reshape(-1, 2)
     scores = sink.samples[:, 0].astype(np.float32, copy=False)
     hop, win = (80, 200) if system == "dnn" else (256, 512)
     if system == "dnn":
@@ -139,4 +160,4 @@ def sad_file(path: str | Path, system: str, threshold: float | None = None, *, c
 
         scores = majority_filter(scores, sad.vote_window, sad.vote_min).astype(np.float32)
     n = int(runner.metrics("sad").items_in)
-    return FileSad(intervals, scores, hop, win, n, seconds, notes)
+    return FileSad(intervals, scores, hop, win, n, seconds, notes, [float(e.payload.score) for e in segs])

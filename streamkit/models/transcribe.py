@@ -81,16 +81,19 @@ def default_weights() -> Path:
     return RNNT_WEIGHTS
 
 
-def transcribe_array(x: Any, weights: str | Path, **kw: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Transcribe float32 mono 8 kHz audio ``x``: (one dict per utterance, runner stats).
+def transcribe_array(x: Any, weights: str | Path, *, rate: Any = RATE, **kw: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Transcribe float32 audio ``x`` (``(n,)`` or ``(n, channels)``) at ``rate`` Hz (default 8 kHz):
+    (one dict per utterance, runner stats).
 
-    Keyword arguments as :func:`transcribe_file`'s.
+    The graph of :func:`transcribe_file` with the array in place of ``io.file`` (channels
+    averaged, another rate resampled to 8 kHz). Keyword arguments as :func:`transcribe_file`'s.
     """
     import numpy as np
 
     from streamkit.io.collect import VectorSource
 
-    return _transcribe(VectorSource(samples=np.asarray(x, np.float32), rate=RATE, sizes=1600), weights, **kw)
+    a = np.asarray(x, np.float32)
+    return _transcribe(VectorSource(samples=a, rate=rate, sizes=max(1, len(a))), weights, **kw)
 
 
 def transcribe_file(path: str | Path, weights: str | Path, **kw: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
