@@ -337,8 +337,15 @@ def transcribe(
         x, fs = _as_array(audio, rate)
         utts, _ = tr.transcribe_array(x, w, rate=fs, **kw)
     return [
-        Utterance(u["start_s"], u["end_s"], u["lang"], u["confidence"], u["text"],
-                  tuple(Word(d["word"], d["start_s"], d["end_s"]) for d in u["words"]), dict(u["lid"]))  # fmt: skip
+        Utterance(
+            u["start_s"],
+            u["end_s"],
+            u["lang"],
+            u["confidence"],
+            u["text"],
+            tuple(Word(d["word"], d["start_s"], d["end_s"]) for d in u["words"]),
+            dict(u["lid"]),
+        )
         for u in utts
     ]
 

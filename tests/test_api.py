@@ -122,8 +122,12 @@ def test_transcribe_equals_cli_json(audio: dict, tmp_path: Path, capsys: pytest.
     ref = [json.loads(ln) for ln in capsys.readouterr().out.splitlines() if ln.strip()]
     assert ref
     got = api.transcribe(f, weights=w, beam=2)
-    assert [(u.start, u.end, u.lang, u.confidence, u.text) for u in got] == [(o["start_s"], o["end_s"], o["lang"], o["confidence"], o["text"]) for o in ref]
-    assert [[(wd.text, wd.start, wd.end) for wd in u.words] for u in got] == [[(d["word"], d["start_s"], d["end_s"]) for d in o["words"]] for o in ref]
+    assert [(u.start, u.end, u.lang, u.confidence, u.text) for u in got] == [
+        (o["start_s"], o["end_s"], o["lang"], o["confidence"], o["text"]) for o in ref
+    ]
+    assert [[(wd.text, wd.start, wd.end) for wd in u.words] for u in got] == [
+        [(d["word"], d["start_s"], d["end_s"]) for d in o["words"]] for o in ref
+    ]
     assert [dict(u.lid) for u in got] == [o["lid"] for o in ref]
     start, end, lang, conf, text = got[0]
     assert (start, lang, text) == (got[0].start, got[0].lang, got[0].text)
@@ -262,7 +266,13 @@ def test_lazy_exports() -> None:
                                   "streamkit.api.collect"])  # fmt: skip
 def test_docstring_examples(name: str) -> None:
     tests = {t.name: t for t in doctest.DocTestFinder().find(api) if t.examples}
-    assert set(tests) >= {"streamkit.api", "streamkit.api.detect_speech", "streamkit.api.transcribe", "streamkit.api.detect_events", "streamkit.api.collect"}
+    assert set(tests) >= {
+        "streamkit.api",
+        "streamkit.api.detect_speech",
+        "streamkit.api.transcribe",
+        "streamkit.api.detect_events",
+        "streamkit.api.collect",
+    }
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     runner.run(tests[name])
     assert runner.failures == 0 and runner.tries == len(tests[name].examples), f"{name}: see the doctest report above"

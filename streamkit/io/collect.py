@@ -6,12 +6,11 @@ program that already has its audio in memory.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-
-import threading
 
 from streamkit.core.block import EventSink, Sink, Source, SourceRead
 from streamkit.core.context import Context
