@@ -14,7 +14,7 @@ from streamkit.core import *  # noqa: F401,F403,E402
 from streamkit.core import __all__ as _core_all  # noqa: E402
 
 #: names of :mod:`streamkit.api`, loaded when first used (``import streamkit`` stays cheap: no models, no torch)
-_API = ("EventCollector", "Segment", "SoundEvent", "Utterance", "Word", "collect", "detect_events", "detect_speech", "transcribe")
+_API = ("EventCollector", "Segment", "SoundEvent", "Utterance", "collect", "detect_events", "detect_speech", "transcribe")
 
 __all__ = ["__version__", *_core_all, *_API]
 

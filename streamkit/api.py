@@ -49,7 +49,7 @@ from streamkit.core.errors import ConfigError, StreamkitError
 from streamkit.core.events import Event
 from streamkit.io.collect import EventCollector
 
-__all__ = ["EventCollector", "Segment", "SoundEvent", "Utterance", "Word", "collect", "detect_events", "detect_speech", "transcribe"]
+__all__ = ["EventCollector", "Segment", "SoundEvent", "Utterance", "collect", "detect_events", "detect_speech", "transcribe"]
 
 #: the SAD systems :func:`detect_speech` runs (the ones that are blocks; ``streamkit sad`` also
 #: scores the benchmark baselines energy, webrtcvad0-3 and silero)
@@ -79,21 +79,12 @@ class Segment:
 
 
 @dataclass(frozen=True, slots=True)
-class Word:
-    """A word of an :class:`Utterance`, times in seconds."""
-
-    text: str
-    start: float
-    end: float
-
-
-@dataclass(frozen=True, slots=True)
 class Utterance:
     """A transcribed utterance; unpacks as ``start, end, lang, confidence, text``.
 
     Times in seconds (3 decimals, as ``streamkit transcribe --json``); ``lang`` the language the
     LID chose (``""`` when unknown); ``confidence`` the hypothesis' posterior within its beam;
-    ``words`` the words with their times; ``lid`` the mean LID posterior per language.
+    ``words`` the words as ``(text, start, end)``; ``lid`` the mean LID posterior per language.
     """
 
     start: float
@@ -101,7 +92,7 @@ class Utterance:
     lang: str
     confidence: float
     text: str
-    words: tuple[Word, ...] = ()
+    words: tuple[tuple[str, float, float], ...] = ()
     lid: Mapping[str, float] = field(default_factory=dict)
 
     def __iter__(self) -> Iterator[Any]:
@@ -343,7 +334,7 @@ def transcribe(
             u["lang"],
             u["confidence"],
             u["text"],
-            tuple(Word(d["word"], d["start_s"], d["end_s"]) for d in u["words"]),
+            tuple((d["word"], d["start_s"], d["end_s"]) for d in u["words"]),
             dict(u["lid"]),
         )
         for u in utts
@@ -387,8 +378,7 @@ def detect_events(
         [('Speech', True)]
     """
     from streamkit.core.graph import Graph
-    from streamkit.dsp.passthrough import Mono
-    from streamkit.dsp.resample import Resample
+    from streamkit.dsp.front import mono_at
     from streamkit.io.collect import VectorSource
     from streamkit.io.file_source import FileSource
     from streamkit.models.sed_stream import RATE, SED_DETECTION, SedBlock
@@ -403,16 +393,11 @@ def detect_events(
         x, fs = _as_array(audio, rate)
         src = VectorSource(samples=x, rate=fs, sizes=len(x), utc_ns=None)
         label = "audio"
+    g = Graph("sed")
     try:
-        spec = src.negotiate({})["out"]
+        chain, _ = mono_at(g, src, RATE)
     except ConfigError as exc:
         raise StreamkitError(f"{label}: cannot read audio: {str(exc).splitlines()[0]}") from None
-    g = Graph("sed")
-    chain = [g.add(src, name="src")]
-    if spec.channels > 1:
-        chain.append(g.add(Mono(), name="mono"))
-    if spec.rate != RATE:
-        chain.append(g.add(Resample(to_hz=RATE, quality="HQ"), name="resample"))
     chain.append(g.add(sed, name="sed"))
     g.chain(*chain)
     events = collect(g, [SED_DETECTION, "block.error"], chunk_s=1.0)

@@ -8,7 +8,8 @@ it is run through the graph the live monitor would run::
 in :class:`~streamkit.core.clock.FreeRun` (as fast as the blocks go), reading ``chunk_s`` of audio
 at a time. The segments are the block's ``vad.segment`` events (hysteresis, the 25-frame vote and,
 for ``stat``, the warm-up re-scoring of the stream start): the same segments a graph gives on the
-same file, and with them the RTTM. Memory holds the blocks' state, one chunk and the per-frame
+same file, and with them the RTTM (:func:`sad_array`: the same graph on audio in memory, used
+by :func:`streamkit.detect_speech`). Memory holds the blocks' state, one chunk and the per-frame
 scores (4 bytes per frame: 0.9 MB per hour for ``stat``, 1.4 MB per hour for ``dnn``), whatever
 the file's length.
 
@@ -119,20 +120,11 @@ def _sad_source(src: Any, label: str, system: str, threshold: float | None, chun
     ``label`` names the audio in errors."""
     from streamkit.core.graph import Graph
     from streamkit.core.runtime import Runner
-    from streamkit.dsp.passthrough import Mono
-    from streamkit.dsp.resample import Resample
+    from streamkit.dsp.front import mono_at
     from streamkit.io.collect import CollectSink
 
-    spec = src.negotiate({})["out"]
-    notes: list[str] = []
     g = Graph("sad")
-    chain = [g.add(src, name="file")]
-    if spec.channels > 1:
-        chain.append(g.add(Mono(), name="mono"))
-        notes.append(f"{spec.channels} channels averaged to mono")
-    if spec.rate != RATE:
-        chain.append(g.add(Resample(to_hz=RATE, quality="HQ"), name="resample"))
-        notes.append(f"resampled {float(spec.rate):g} Hz -> {RATE} Hz")
+    chain, notes = mono_at(g, src, RATE, name="file")
     sad = _block(system, threshold)
     sink = CollectSink()
     chain += [g.add(sad, name="sad"), g.add(sink, name="scores")]
