@@ -15,7 +15,8 @@ missing file is a :class:`FileNotFoundError`, an unreadable one a
 :class:`~streamkit.core.errors.StreamkitError` naming it.
 
 Results are small frozen dataclasses that unpack like tuples of their first fields
-(``for start, end in detect_speech(...)``), with times in seconds from the first sample:
+(``for start, end in detect_speech(...)``), with times in seconds from the first sample (their
+repr rounds; the attributes keep every digit):
 
 * :func:`detect_speech` -> :class:`Segment` ``(start, end)`` (+ ``score``)
 * :func:`transcribe` -> :class:`Utterance` ``(start, end, lang, confidence, text)`` (+ ``words``, ``lid``)
@@ -63,6 +64,11 @@ Audio = Any  # str | os.PathLike | numpy array | torch tensor
 # ------------------------------------------------------------------------------------------------
 
 
+def _r(v: float, digits: int = 4) -> float:
+    """``v`` rounded for a repr (the attribute keeps every digit)."""
+    return round(float(v), digits)
+
+
 @dataclass(frozen=True, slots=True)
 class Segment:
     """A speech segment: ``[start, end)`` in seconds; unpacks as ``start, end``.
@@ -76,6 +82,9 @@ class Segment:
 
     def __iter__(self) -> Iterator[float]:
         return iter((self.start, self.end))
+
+    def __repr__(self) -> str:
+        return f"Segment(start={_r(self.start)}, end={_r(self.end)}, score={_r(self.score, 3)})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +107,9 @@ class Utterance:
     def __iter__(self) -> Iterator[Any]:
         return iter((self.start, self.end, self.lang, self.confidence, self.text))
 
+    def __repr__(self) -> str:
+        return f"Utterance(start={_r(self.start)}, end={_r(self.end)}, lang={self.lang!r}, confidence={_r(self.confidence, 3)}, text={self.text!r})"
+
 
 @dataclass(frozen=True, slots=True)
 class SoundEvent:
@@ -118,6 +130,9 @@ class SoundEvent:
 
     def __iter__(self) -> Iterator[Any]:
         return iter((self.onset, self.offset, self.label, self.confidence))
+
+    def __repr__(self) -> str:
+        return f"SoundEvent(onset={_r(self.onset)}, offset={_r(self.offset)}, label={self.label!r}, confidence={_r(self.confidence, 3)})"
 
 
 # ------------------------------------------------------------------------------------------------
