@@ -8,7 +8,8 @@ it is run through the graph the live monitor would run::
 in :class:`~streamkit.core.clock.FreeRun` (as fast as the blocks go), reading ``chunk_s`` of audio
 at a time. The segments are the block's ``vad.segment`` events (hysteresis, the 25-frame vote and,
 for ``stat``, the warm-up re-scoring of the stream start): the same segments a graph gives on the
-same file, and with them the RTTM. Memory holds the blocks' state, one chunk and the per-frame
+same file, and with them the RTTM (:func:`sad_array`: the same graph on audio in memory, used
+by :func:`streamkit.detect_speech`). Memory holds the blocks' state, one chunk and the per-frame
 scores (4 bytes per frame: 0.9 MB per hour for ``stat``, 1.4 MB per hour for ``dnn``), whatever
 the file's length.
 
@@ -55,6 +56,7 @@ class FileSad:
     n_samples: int  # samples at RATE that reached the SAD
     seconds: float  # process time of the whole run (decoding, resampling, the SAD)
     notes: list[str] = field(default_factory=list)
+    segment_scores: list[float] = field(default_factory=list)  # each segment's mean frame score (the event's)
 
     @property
     def speech_fraction(self) -> float:
@@ -89,29 +91,40 @@ def sad_file(path: str | Path, system: str, threshold: float | None = None, *, c
     Raises:
         AudioError: unreadable file, a read failure, or NaN/inf samples (named with the file).
     """
-    from streamkit.core.graph import Graph
-    from streamkit.core.runtime import Runner
-    from streamkit.dsp.passthrough import Mono
-    from streamkit.dsp.resample import Resample
-    from streamkit.io.collect import CollectSink
     from streamkit.io.file_source import FileSource
 
     p = Path(path)
     src = FileSource(path=str(p))
     try:
-        spec = src.negotiate({})["out"]
+        src.negotiate({})
     except ConfigError as exc:
         reason = str(exc).split(": ", 2)[-1] if str(exc).startswith("io.file: cannot open") else str(exc)
         raise AudioError(f"{p}: cannot read audio: {reason}") from None
-    notes: list[str] = []
+    return _sad_source(src, str(p), system, threshold, chunk_s)
+
+
+def sad_array(samples: np.ndarray, rate: Any, system: str, threshold: float | None = None, *, chunk_s: float | None = None) -> FileSad:
+    """:func:`sad_file` on audio in memory: ``samples`` ``(n,)`` or ``(n, channels)`` float32 at ``rate`` Hz.
+
+    The same graph with :class:`~streamkit.io.collect.VectorSource` in place of ``io.file``, so
+    the same samples give the same segments as the file would.
+    """
+    from streamkit.io.collect import VectorSource
+
+    src = VectorSource(samples=samples, rate=rate, sizes=max(1, len(samples)), utc_ns=None)
+    return _sad_source(src, "audio", system, threshold, chunk_s)
+
+
+def _sad_source(src: Any, label: str, system: str, threshold: float | None, chunk_s: float | None) -> FileSad:
+    """The graph ``src -> [dsp.mono] -> [dsp.resample to 8 kHz] -> SAD block`` run to the end;
+    ``label`` names the audio in errors."""
+    from streamkit.core.graph import Graph
+    from streamkit.core.runtime import Runner
+    from streamkit.dsp.front import mono_at
+    from streamkit.io.collect import CollectSink
+
     g = Graph("sad")
-    chain = [g.add(src, name="file")]
-    if spec.channels > 1:
-        chain.append(g.add(Mono(), name="mono"))
-        notes.append(f"{spec.channels} channels averaged to mono")
-    if spec.rate != RATE:
-        chain.append(g.add(Resample(to_hz=RATE, quality="HQ"), name="resample"))
-        notes.append(f"resampled {float(spec.rate):g} Hz -> {RATE} Hz")
+    chain, notes = mono_at(g, src, RATE, name="file")
     sad = _block(system, threshold)
     sink = CollectSink()
     chain += [g.add(sad, name="sad"), g.add(sink, name="scores")]
@@ -121,17 +134,17 @@ def sad_file(path: str | Path, system: str, threshold: float | None = None, *, c
     try:
         runner.run()
     except StreamkitError as exc:
-        raise AudioError(f"{p}: {str(exc).splitlines()[0]}") from None
+        raise AudioError(f"{label}: {str(exc).splitlines()[0]}") from None
     seconds = time.process_time() - t0
     errors = [e for e in runner.events if e.kind == "block.error"]
     if errors:
         msg = str(getattr(errors[0].payload, "message", errors[0].payload)).splitlines()[0]
-        raise AudioError(msg if str(p) in msg else f"{p}: {msg}")
+        raise AudioError(msg if label in msg else f"{label}: {msg}")
     bad = int(getattr(sad, "nonfinite_samples", 0))
     if bad:
-        raise AudioError(f"{p}: audio contains NaN or inf samples ({bad} reached the SAD at {RATE} Hz)")
-    spans = [e.span for e in runner.events if e.kind == "vad.segment"]
-    intervals = np.array(spans, dtype=np.int64).reshape(-1, 2)
+        raise AudioError(f"{label}: audio contains NaN or inf samples ({bad} reached the SAD at {RATE} Hz)")
+    segs = [e for e in runner.events if e.kind == "vad.segment"]
+    intervals = np.array([e.span for e in segs], dtype=np.int64).reshape(-1, 2)
     scores = sink.samples[:, 0].astype(np.float32, copy=False)
     hop, win = (80, 200) if system == "dnn" else (256, 512)
     if system == "dnn":
@@ -139,4 +152,4 @@ def sad_file(path: str | Path, system: str, threshold: float | None = None, *, c
 
         scores = majority_filter(scores, sad.vote_window, sad.vote_min).astype(np.float32)
     n = int(runner.metrics("sad").items_in)
-    return FileSad(intervals, scores, hop, win, n, seconds, notes)
+    return FileSad(intervals, scores, hop, win, n, seconds, notes, [float(e.payload.score) for e in segs])

@@ -4,7 +4,7 @@ Sources: :class:`ToneSource` (``io.tone``), :class:`NoiseSource` (``io.noise``),
 :class:`DemoSignal` (``io.demo_signal``), :class:`FileSource` (``io.file``), :class:`MicSource`
 (``io.mic``), :class:`VectorSource`. Sinks: :class:`WavSink` (``io.wav_sink``),
 :class:`CollectSink` (``io.collect``). Event sinks: :class:`JsonlEventSink` (``io.jsonl_events``),
-:class:`ConsoleSink` (``io.console``).
+:class:`ConsoleSink` (``io.console``), :class:`EventCollector` (in memory).
 
 Nothing here imports sounddevice at module level (PortAudio may be missing); :class:`MicSource`
 and :func:`list_devices` import it when they need it. ``KiwiSource`` (``io.kiwi``) is loaded on
@@ -14,7 +14,7 @@ the WebSocket stack.
 
 from typing import Any
 
-from streamkit.io.collect import CollectSink, VectorSource
+from streamkit.io.collect import CollectSink, EventCollector, VectorSource
 from streamkit.io.console import ConsoleSink, format_event, format_summary
 from streamkit.io.file_source import FileSource
 from streamkit.io.jsonl_events import JsonlEventSink, read_events
@@ -28,6 +28,7 @@ __all__ = [
     "CollectSink",
     "ConsoleSink",
     "DemoSignal",
+    "EventCollector",
     "FileSource",
     "JsonlEventSink",
     "MicSource",

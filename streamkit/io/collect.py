@@ -1,19 +1,21 @@
-"""In-memory source and sink: feed an array in chosen chunk sizes, collect items and tags.
+"""In-memory source and sinks: feed an array in chosen chunk sizes, collect items, tags and events.
 
-Used by :mod:`streamkit.testing` and by anyone embedding streamkit in a program that already has
-its audio in memory.
+Used by :mod:`streamkit.testing`, by :mod:`streamkit.api` and by anyone embedding streamkit in a
+program that already has its audio in memory.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from streamkit.core.block import Sink, Source, SourceRead
+from streamkit.core.block import EventSink, Sink, Source, SourceRead
 from streamkit.core.context import Context
 from streamkit.core.errors import ConfigError
+from streamkit.core.events import Event
 from streamkit.core.registry import register
 from streamkit.core.tags import GAP, TIME, Gap, TimeAnchor
 from streamkit.core.types import Chunk, StreamSpec, Tag, as_fraction
@@ -141,3 +143,38 @@ class CollectSink(Sink):
     @property
     def chunks(self) -> int:
         return len(self.starts)
+
+
+class EventCollector(EventSink):
+    """Keep a graph's events in memory: ``c = g.subscribe(EventCollector(), ["vad.*"])``.
+
+    After (or during) a run, ``c.events`` holds the events delivered, in order; ``c.of(kind)``
+    those of one kind, ``c.payloads(kind)`` their payloads. A new run (``open``) starts an empty
+    list. Safe to read from another thread while the graph runs (``snapshot()`` copies).
+    :func:`streamkit.collect` subscribes one, runs the graph and returns its events.
+    """
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self._lock = threading.Lock()
+
+    def open(self, graph_name: str) -> None:
+        with self._lock:
+            self.events = []
+
+    def handle(self, event: Event) -> None:
+        with self._lock:
+            self.events.append(event)
+
+    def snapshot(self) -> list[Event]:
+        """A copy of the events so far."""
+        with self._lock:
+            return list(self.events)
+
+    def of(self, kind: str) -> list[Event]:
+        """The events of ``kind`` (exact kind, e.g. ``"vad.segment"``)."""
+        return [e for e in self.snapshot() if e.kind == kind]
+
+    def payloads(self, kind: str) -> list[Any]:
+        """The payloads of the events of ``kind``."""
+        return [e.payload for e in self.of(kind)]

@@ -81,16 +81,19 @@ def default_weights() -> Path:
     return RNNT_WEIGHTS
 
 
-def transcribe_array(x: Any, weights: str | Path, **kw: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Transcribe float32 mono 8 kHz audio ``x``: (one dict per utterance, runner stats).
+def transcribe_array(x: Any, weights: str | Path, *, rate: Any = RATE, **kw: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Transcribe float32 audio ``x`` (``(n,)`` or ``(n, channels)``) at ``rate`` Hz (default 8 kHz):
+    (one dict per utterance, runner stats).
 
-    Keyword arguments as :func:`transcribe_file`'s.
+    The graph of :func:`transcribe_file` with the array in place of ``io.file`` (channels
+    averaged, another rate resampled to 8 kHz). Keyword arguments as :func:`transcribe_file`'s.
     """
     import numpy as np
 
     from streamkit.io.collect import VectorSource
 
-    return _transcribe(VectorSource(samples=np.asarray(x, np.float32), rate=RATE, sizes=1600), weights, **kw)
+    a = np.asarray(x, np.float32)
+    return _transcribe(VectorSource(samples=a, rate=rate, sizes=max(1, len(a))), weights, **kw)
 
 
 def transcribe_file(path: str | Path, weights: str | Path, **kw: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -113,21 +116,15 @@ def _transcribe(src: Any, weights: str | Path, *, sad: str = "stat", beam: int =
     from streamkit.core.errors import ConfigError
     from streamkit.core.graph import Graph
     from streamkit.core.runtime import Runner
-    from streamkit.dsp.passthrough import Mono
-    from streamkit.dsp.resample import Resample
+    from streamkit.dsp.front import mono_at
     from streamkit.dsp.speech_gate import SpeechGate
     from streamkit.models.rnnt_stream import ASR_FINAL, LID_RESULT, RnntAsr
 
+    g = Graph("transcribe")
     try:
-        spec = src.negotiate({})["out"]
+        chain, _ = mono_at(g, src, RATE)
     except ConfigError as exc:  # io.file: an unreadable or missing file
         raise StreamkitError(str(exc)) from None
-    g = Graph("transcribe")
-    chain = [g.add(src, name="src")]
-    if spec.channels > 1:
-        chain.append(g.add(Mono(), name="mono"))
-    if spec.rate != RATE:
-        chain.append(g.add(Resample(to_hz=RATE, quality="HQ"), name="resample"))
     asr = RnntAsr(model=str(weights), beam=beam, tau_frames=tau, s_th=s_th, languages=languages, threads=threads, lid_select=lid_select,
                   lid_score=lid_score, lid_prior=lid_prior, utterance_mode="tags" if sad == "stat" else "always", pre_roll_s=pre_roll_s if sad == "stat" else 0.0,
                   max_utterance_s=max_utterance_s, lexicon=lexicon, word_penalty=word_penalty, name="asr")  # fmt: skip
