@@ -84,7 +84,7 @@ from streamkit.io.kiwi_emulator import EmulatorConfig  # noqa: E402
 from streamkit.io.kiwi_source import KiwiLoop, KiwiSource  # noqa: E402
 from streamkit.io.outputs import write_text  # noqa: E402
 from streamkit.protocols.adpcm import AdpcmDecoder  # noqa: E402
-from streamkit.protocols.kiwi import KiwiClientProtocol  # noqa: E402
+from streamkit.protocols.kiwi_client import KiwiClientProtocol  # noqa: E402
 
 TRUE_RATE = 12001.188
 OUT_RATE = 8000
@@ -655,7 +655,7 @@ def cprofile_summary(p: cProfile.Profile, frames: int, top: int = 18) -> dict[st
             g = "asyncio (event loop, tasks, selectors)"
         elif f.endswith("kiwi_source.py"):
             g = "kiwi_source.py (session loop; read)"
-        elif f.endswith("protocols/kiwi.py") or f.endswith("protocols/adpcm.py"):
+        elif f.endswith("protocols/kiwi_client.py") or f.endswith("protocols/kiwi_frames.py") or f.endswith("protocols/adpcm.py"):
             g = "protocol + decode wrapper"
         elif f.endswith("core/ring.py"):
             g = "SampleRing"

@@ -55,20 +55,20 @@ from streamkit.io.kiwi_emulator import (
     tone,
 )
 from streamkit.protocols.adpcm import AdpcmDecoder, AdpcmEncoder
-from streamkit.protocols.kiwi import (
+from streamkit.protocols.kiwi_client import KiwiClientProtocol
+from streamkit.protocols.kiwi_events import (
     AudioFrame,
     AuthResult,
     GapReason,
-    KiwiClientProtocol,
     KiwiEvent,
     ProtocolViolation,
     SampleRate,
     SequenceGap,
     ServerInfo,
-    SndFlag,
     Terminal,
     TerminalKind,
 )
+from streamkit.protocols.kiwi_frames import SndFlag
 
 RATE = 12001.188
 FAST = 16.0
