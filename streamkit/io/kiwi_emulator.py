@@ -19,10 +19,9 @@ What a client sees on the wire
   client leaves open, or one that never sends anything, is closed (1001) after ``drop_linger``
   seconds (60) so that nothing leaks. A signal callable that raises ends only its own connection
   (close code 1011).
-* The ``close_mid_frame`` fault writes half of a frame's WebSocket bytes straight to the transport
-  and closes TCP, as a server process dying mid-write would: that is the one place where a
-  WebSocket frame is written by hand (:func:`_ws_frame_bytes`), since ``websockets`` only writes
-  whole frames.
+* The ``close_mid_frame`` fault writes half of a frame's WebSocket bytes (serialised by
+  ``websockets``) straight to the transport and closes TCP, as a server process dying mid-write
+  would; every other byte goes through the ``websockets`` connection.
 
 Faults are set per server (:attr:`EmulatorConfig.faults`, ``--fault``, :meth:`KiwiEmulator.set_faults`
 at run time) or per connection in the URL query: ``/<ts>/SND?drop_every=5`` or
@@ -50,7 +49,6 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
-import functools
 import http
 import logging
 import math
@@ -58,9 +56,8 @@ import re
 import signal as _signal
 import sys
 import threading
-import time
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlsplit
@@ -72,6 +69,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from streamkit.core.errors import ConfigError
+from streamkit.io.kiwi_emulator_session import EmulatorSession
 from streamkit.io.kiwi_secrets import add_password_arguments, install_log_redaction, password_from_args
 from streamkit.io.kiwi_signals import (
     SMETER_OFFSET_DB,
@@ -93,7 +91,7 @@ from streamkit.io.kiwi_signals import (
 )
 from streamkit.protocols.adpcm import warmup as _adpcm_warmup
 from streamkit.protocols.kiwi_faults import MALFORMED_KINDS, FaultConfig, faults_from_query, parse_fault_spec
-from streamkit.protocols.kiwi_server import Abort, ChannelTable, Close, DropAction, FrameOut, KiwiServerProtocol, Output, Timer
+from streamkit.protocols.kiwi_server import ChannelTable, DropAction
 from streamkit.protocols.kiwi_server_log import ConnectionLog, Phase, RateLimitedLog, ReceivedCommand, SentFrame, SentMessage
 from streamkit.protocols.kiwi_url import format_hostport
 
@@ -238,195 +236,6 @@ class EmulatorConfig:
 
 
 # --------------------------------------------------------------------------------------------
-# one connection
-# --------------------------------------------------------------------------------------------
-
-
-def _ws_frame_bytes(payload: bytes, binary: bool = True) -> bytes:
-    """An unmasked, unfragmented server WebSocket frame (RFC 6455 §5.2): only for the
-    ``close_mid_frame`` fault, which must write part of a frame (``websockets`` writes whole ones)."""
-    n = len(payload)
-    head = bytes([0x82 if binary else 0x81])
-    if n < 126:
-        head += bytes([n])
-    elif n < 1 << 16:
-        head += bytes([126]) + n.to_bytes(2, "big")
-    else:
-        head += bytes([127]) + n.to_bytes(8, "big")
-    return head + payload
-
-
-class _Session:
-    """The I/O side of one WebSocket connection: a reader task feeds client messages to the
-    connection's :class:`KiwiServerProtocol`; the clock coroutine (run by the connection handler)
-    sleeps until its next timer, runs it and sends what it returns."""
-
-    def __init__(self, emu: KiwiEmulator, ws: ServerConnection, log: ConnectionLog) -> None:
-        self.emu = emu
-        self.cfg = emu.config
-        self.ws = ws
-        self.log = log
-        self.loop = asyncio.get_running_loop()
-        self.proto = KiwiServerProtocol(emu.config, log, emu._channels, emu._station_block)
-        self._wake = asyncio.Event()
-        self._send_lock = asyncio.Lock()
-        self._peer_closed = False
-        self._stop_requested = False
-        self._phase = log.phase
-
-    @property
-    def faults(self) -> FaultConfig:
-        """This connection's faults (``log.faults``; change them with :meth:`KiwiEmulator.set_faults`)."""
-        return self.log.faults
-
-    def wake(self) -> None:
-        self._wake.set()
-
-    def request_stop(self) -> None:
-        self._stop_requested = True
-        self._wake.set()
-
-    def _phase_changed(self) -> None:
-        """Tell the emulator's waiters when the protocol moved to another phase."""
-        if self.log.phase is not self._phase:
-            self._phase = self.log.phase
-            self.emu._notify()
-
-    async def _send(self, data: bytes | str) -> bool:
-        """Send one message (binary for bytes); False if the connection is gone."""
-        if self._peer_closed:
-            return False
-        async with self._send_lock:
-            try:
-                await self.ws.send(data)
-            except ConnectionClosed:
-                self._peer_closed = True
-                self._wake.set()
-                return False
-        self.log.bytes_sent += len(data)
-        if isinstance(data, bytes) and data[:3] == b"MSG" and len(self.log.messages) < 10_000:
-            self.log.messages.append(SentMessage(self.loop.time(), data))
-        return True
-
-    async def _send_all(self, messages: list[bytes]) -> None:
-        for m in messages:
-            if not await self._send(m):
-                return
-
-    # ------------------------------------------------------------------ reader side
-
-    async def reader(self) -> None:
-        """Receive client messages until the connection closes."""
-        try:
-            async for message in self.ws:
-                now = self.loop.time()
-                text = message if isinstance(message, str) else bytes(message).decode("utf-8", "replace")
-                try:
-                    out = self._on_message(text, now)
-                except Exception:  # never let a bad command kill the connection handler
-                    logger.exception("kiwi emulator: internal error on command %r", text[:200])
-                    out = []
-                if out:
-                    await self._send_all(out)
-                self._phase_changed()
-                self._wake.set()
-        except ConnectionClosed:
-            pass
-        finally:
-            self._peer_closed = True
-            self._wake.set()
-
-    def _on_message(self, text: str, now: float) -> list[bytes]:
-        """Process one client message; returns the messages to send (in order)."""
-        return self.proto.receive_message(text, now)
-
-    # ------------------------------------------------------------------ clock side
-
-    def _next_action(self, now: float) -> tuple[float | None, Callable[[float], Awaitable[bool]] | None]:
-        """The protocol's earliest pending timer and the coroutine that runs it."""
-        deadline, timer = self.proto.next_timer(now)
-        if timer is None:
-            return None, None
-        if timer is Timer.FRAME:
-            return deadline, self._on_frame_due
-        return deadline, functools.partial(self._on_timer, timer)
-
-    async def _sleep_until(self, deadline: float | None) -> None:
-        handle = self.loop.call_at(deadline, self._wake.set) if deadline is not None else None
-        try:
-            await self._wake.wait()
-        finally:
-            if handle is not None:
-                handle.cancel()
-            self._wake.clear()
-
-    async def clock(self) -> None:
-        """Run timers and frames until the session ends."""
-        while not self._peer_closed and not self._stop_requested:
-            now = self.loop.time()
-            deadline, action = self._next_action(now)
-            if action is None or deadline is None or deadline > now:
-                await self._sleep_until(deadline)
-                continue
-            if await action(now):
-                return
-
-    async def _perform(self, outputs: list[Output]) -> bool:
-        """Send or do what the protocol asked; True when the session is over."""
-        for o in outputs:
-            if isinstance(o, bytes):
-                await self._send(o)
-            elif isinstance(o, Close):
-                with contextlib.suppress(ConnectionClosed):
-                    await self.ws.close(o.code, o.reason)
-                return True
-            elif isinstance(o, Abort):
-                self.ws.transport.abort()
-                return True
-        return False
-
-    async def _on_timer(self, timer: Timer, now: float) -> bool:
-        outputs = self.proto.fire(timer, now)
-        self._phase_changed()
-        return await self._perform(outputs)
-
-    async def _on_frame_due(self, now: float) -> bool:
-        """Send (or drop, corrupt, cut) the next frame; True when the session is over."""
-        out: FrameOut = self.proto.frame_due(now, time.time_ns())
-        if out.status == "cut":
-            await self._cut(out.frame)
-            return True
-        if out.status != "dropped":
-            if not await self._send(out.payload):
-                return True
-            if out.status == "sent":
-                self.log.frames_sent += 1
-            else:
-                self.log.frames_malformed += 1
-        if self.cfg.speed <= 0:
-            await asyncio.sleep(0)  # as fast as the client reads, but let other tasks run
-        if out.close_after:
-            self.log.end_reason = "max_frames"
-            with contextlib.suppress(ConnectionClosed):
-                await self.ws.close(1000, "")
-            return True
-        return False
-
-    async def _cut(self, frame: bytes) -> None:
-        """close_mid_frame: write the first half of the frame's WebSocket bytes straight to the
-        transport, then close TCP (FIN after the buffered bytes; no WebSocket close frame), as a
-        server process dying mid-write would."""
-        raw = _ws_frame_bytes(frame)
-        async with self._send_lock:
-            transport = self.ws.transport
-            transport.write(raw[: len(raw) // 2])
-            self.log.bytes_sent += len(raw) // 2
-            transport.close()
-        self.log.end_reason = "close_mid_frame"
-        self._peer_closed = True
-
-
-# --------------------------------------------------------------------------------------------
 # the server
 # --------------------------------------------------------------------------------------------
 
@@ -455,7 +264,7 @@ class KiwiEmulator:
         self._server: Server | None = None
         self._port: int | None = None
         self._logs: deque[ConnectionLog] = deque()
-        self._sessions: dict[int, _Session] = {}
+        self._sessions: dict[int, EmulatorSession] = {}
         self._channels = ChannelTable()
         self._next_id = 1
         self._ended_sessions = 0
@@ -652,7 +461,7 @@ class KiwiEmulator:
         self._next_id += 1
         self._logs.append(log)
         self._trim_logs()
-        session = _Session(self, ws, log)
+        session = EmulatorSession(self, ws, log)
         self._sessions[log.id] = session
         _rlog.log(loop.time(), logging.INFO, "connect", "kiwi emulator: connection %d from %s path %s", log.id, peer_s, log.path)
         reader = asyncio.create_task(session.reader(), name=f"kiwi-emulator-reader-{log.id}")

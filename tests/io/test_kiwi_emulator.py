@@ -41,7 +41,6 @@ from streamkit.io.kiwi_emulator import (
     Phase,
     SpeechLike,
     Tone,
-    _Session,
     add_emulator_arguments,
     config_from_args,
     frame_smeter_dbm,
@@ -54,6 +53,7 @@ from streamkit.io.kiwi_emulator import (
     speech_like,
     tone,
 )
+from streamkit.io.kiwi_emulator_session import EmulatorSession as _Session
 from streamkit.protocols.adpcm import AdpcmDecoder, AdpcmEncoder
 from streamkit.protocols.kiwi_client import KiwiClientProtocol
 from streamkit.protocols.kiwi_events import (
