@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import math
-import struct
 from typing import Final
 from urllib.parse import quote, unquote
 
@@ -47,17 +46,18 @@ from streamkit.protocols.kiwi_events import (
 from streamkit.protocols.kiwi_frames import (
     DEFAULT_PASSBANDS,
     ENCODED_KEYS,
-    IQ_HEADER_LEN,
     MODES,
-    SND_HEADER_LEN,
     U32,
-    GpsStamp,
     SndFlag,
+    adpcm_to_float,
     parse_float,
     parse_int,
     parse_number,
+    parse_snd_header,
+    pcm_to_float,
     samples_per_frame,
     smeter_dbm,
+    snd_payload_error,
 )
 from streamkit.protocols.kiwi_tally import MessageTally, message_kind
 from streamkit.protocols.kiwi_url import parse_kiwi_url
@@ -96,7 +96,6 @@ PRE_SETUP_KEEPALIVE_INTERVAL: Final = 5.0
 """Minimum keepalive spacing (s) before setup is complete: 4 x 5 s covers the 20 s pre-auth
 window (§4.1) without spending the keepalive budget of §1.4 in the first seconds."""
 _HALF_U32: Final = 1 << 31
-_SCALE: Final = 1.0 / 32768.0
 
 _KNOWN_IGNORED_TAGS: Final[frozenset[bytes]] = frozenset({b"W/F", b"EXT", b"DAT", b"CLI"})
 
@@ -780,16 +779,11 @@ class KiwiClientProtocol:
 
     def _handle_snd(self, mv: memoryview) -> None:
         n = len(mv)
-        if n < SND_HEADER_LEN:
-            self._violation(f"truncated SND frame ({n} bytes < {SND_HEADER_LEN})", n)
+        head = parse_snd_header(mv)
+        if isinstance(head, str):
+            self._violation(head, n)
             return
-        flags = mv[3]
-        (seq,) = struct.unpack_from("<I", mv, 4)
-        (raw_smeter,) = struct.unpack_from(">H", mv, 8)
-        iq = bool(flags & SndFlag.MODE_IQ)
-        if iq and n < IQ_HEADER_LEN:
-            self._violation(f"truncated IQ frame ({n} bytes < {IQ_HEADER_LEN})", n)
-            return
+        flags, seq = head.flags, head.seq
 
         # 1. duplicates are dropped before anything else touches the state.
         if self._last_seq is not None and seq == self._last_seq:
@@ -810,17 +804,9 @@ class KiwiClientProtocol:
 
         # 3. payload checks. A malformed frame is dropped WITHOUT consuming its sequence
         #    number, so the next good frame reports it as a lost frame (never zero-filled).
-        payload = mv[IQ_HEADER_LEN:] if iq else mv[SND_HEADER_LEN:]
-        if iq and flags & SndFlag.COMPRESSED:
-            self._violation("IQ frame with the COMPRESSED flag (IQ is never compressed)", n)
-            return
-        if iq and len(payload) % 4:
-            self._violation(f"IQ payload of {len(payload)} bytes is not a multiple of 4", n)
-            return
-        if not iq and len(payload) % 2:
-            # PCM: half a sample. ADPCM: the server fills every frame to 1024 bytes (§2.4), so an
-            # odd count is a cut or padded frame whose ADPCM state cannot be trusted either.
-            self._violation(f"{'ADPCM' if flags & SndFlag.COMPRESSED else 'PCM'} payload of {len(payload)} bytes is odd", n)
+        error = snd_payload_error(flags, len(head.payload))
+        if error is not None:
+            self._violation(error, n)
             return
 
         # 4. sequence continuity (uint32, wraps at 2**32).
@@ -842,18 +828,13 @@ class KiwiClientProtocol:
         self._last_seq = seq
 
         # 5. decode.
-        gps: GpsStamp | None = None
         samples: NDArray[np.float32] | NDArray[np.complex64]
-        if iq:
-            last_sol, _dummy, gpssec, gpsnsec = struct.unpack_from("<BBII", mv, SND_HEADER_LEN)
-            gps = GpsStamp(last_sol, gpssec, gpsnsec)
-            samples = self._pcm_to_float(payload, flags).view(np.complex64)
+        if head.iq:
+            samples = pcm_to_float(head.payload, flags).view(np.complex64)
         elif flags & SndFlag.COMPRESSED:
-            f = self._decoder.decode(payload).astype(np.float32)
-            f *= np.float32(_SCALE)
-            samples = f
+            samples = adpcm_to_float(self._decoder, head.payload)
         else:
-            samples = self._pcm_to_float(payload, flags)
+            samples = pcm_to_float(head.payload, flags)
 
         if self._sample_rate is None and not self._warned_no_rate:
             self._warned_no_rate = True
@@ -863,14 +844,7 @@ class KiwiClientProtocol:
         self.counters.samples += samples.shape[0]
         if self._state is State.AUTHENTICATING or self._state is State.CONNECTING:
             self._set_state(State.STREAMING)
-        self._emit(AudioFrame(seq, flags, smeter_dbm(raw_smeter), samples, iq, gps, lost_before))
-
-    @staticmethod
-    def _pcm_to_float(payload: memoryview, flags: int) -> NDArray[np.float32]:
-        dtype = "<i2" if flags & SndFlag.LITTLE_ENDIAN else ">i2"
-        f = np.frombuffer(payload, dtype=dtype).astype(np.float32)
-        f *= np.float32(_SCALE)
-        return f
+        self._emit(AudioFrame(seq, flags, smeter_dbm(head.smeter_raw), samples, head.iq, head.gps, lost_before))
 
     @staticmethod
     def _resolve_passband(mode: str, low_cut: float | None, high_cut: float | None, current: tuple[int, int] | None) -> tuple[int, int]:

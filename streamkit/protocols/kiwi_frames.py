@@ -23,9 +23,9 @@ from typing import Final
 from urllib.parse import quote, unquote
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
-from streamkit.protocols.adpcm import AdpcmEncoder
+from streamkit.protocols.adpcm import AdpcmDecoder, AdpcmEncoder
 
 __all__ = [
     "DEFAULT_PASSBANDS",
@@ -42,6 +42,8 @@ __all__ = [
     "STEREO_MODES",
     "GpsStamp",
     "SndFlag",
+    "SndHeader",
+    "adpcm_to_float",
     "build_msg",
     "build_snd_frame",
     "gps_week_time_to_utc_ns",
@@ -49,9 +51,12 @@ __all__ = [
     "parse_float",
     "parse_int",
     "parse_number",
+    "parse_snd_header",
+    "pcm_to_float",
     "samples_per_frame",
     "smeter_dbm",
     "smeter_raw",
+    "snd_payload_error",
 ]
 
 MODES: Final[tuple[str, ...]] = (
@@ -116,6 +121,7 @@ GPS_WEEK_S: Final = 604_800
 U32: Final = 1 << 32
 """Sequence numbers are uint32."""
 _NS: Final = 1_000_000_000
+_SCALE: Final = 1.0 / 32768.0
 
 _INT_RE: Final = re.compile(r"[+-]?[0-9]+\Z")
 _FLOAT_RE: Final = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
@@ -249,6 +255,75 @@ def samples_per_frame(flags: int) -> int:
 def smeter_dbm(raw: int) -> float:
     """S-meter dBm from the raw uint16 (§2.3): ``raw / 10 - 127``."""
     return raw / 10.0 - 127.0
+
+
+@dataclass(frozen=True, slots=True)
+class SndHeader:
+    """The header of a received ``SND`` message (§2.1, §2.4) and its payload (a view, not a copy).
+
+    Attributes:
+        flags: The flags byte (:class:`SndFlag` bits).
+        seq: Sequence number.
+        smeter_raw: Raw S-meter (:func:`smeter_dbm` converts it).
+        gps: The GNSS stamp of an IQ frame, None for mono.
+        payload: The samples' bytes.
+    """
+
+    flags: int
+    seq: int
+    smeter_raw: int
+    gps: GpsStamp | None
+    payload: memoryview
+
+    @property
+    def iq(self) -> bool:
+        """IQ/stereo layout (flag 0x08)."""
+        return bool(self.flags & SndFlag.MODE_IQ)
+
+
+def parse_snd_header(mv: memoryview) -> SndHeader | str:
+    """Split an ``SND`` message (tag included) into its header and payload, or say why it is too short."""
+    n = len(mv)
+    if n < SND_HEADER_LEN:
+        return f"truncated SND frame ({n} bytes < {SND_HEADER_LEN})"
+    flags = mv[3]
+    (seq,) = struct.unpack_from("<I", mv, 4)
+    (raw_smeter,) = struct.unpack_from(">H", mv, 8)
+    if not flags & SndFlag.MODE_IQ:
+        return SndHeader(flags, seq, raw_smeter, None, mv[SND_HEADER_LEN:])
+    if n < IQ_HEADER_LEN:
+        return f"truncated IQ frame ({n} bytes < {IQ_HEADER_LEN})"
+    last_sol, _dummy, gpssec, gpsnsec = struct.unpack_from("<BBII", mv, SND_HEADER_LEN)
+    return SndHeader(flags, seq, raw_smeter, GpsStamp(last_sol, gpssec, gpsnsec), mv[IQ_HEADER_LEN:])
+
+
+def snd_payload_error(flags: int, nbytes: int) -> str | None:
+    """Why a payload of ``nbytes`` cannot be a frame with these flags, or None if it can (§2.4)."""
+    if flags & SndFlag.MODE_IQ:
+        if flags & SndFlag.COMPRESSED:
+            return "IQ frame with the COMPRESSED flag (IQ is never compressed)"
+        if nbytes % 4:
+            return f"IQ payload of {nbytes} bytes is not a multiple of 4"
+    elif nbytes % 2:
+        # PCM: half a sample. ADPCM: the server fills every frame to 1024 bytes (§2.4), so an odd
+        # count is a cut or padded frame whose ADPCM state cannot be trusted either.
+        return f"{'ADPCM' if flags & SndFlag.COMPRESSED else 'PCM'} payload of {nbytes} bytes is odd"
+    return None
+
+
+def pcm_to_float(payload: memoryview | bytes, flags: int) -> NDArray[np.float32]:
+    """16-bit samples (big-endian, little-endian with flag 0x80) as float32 scaled by 1/32768."""
+    dtype = "<i2" if flags & SndFlag.LITTLE_ENDIAN else ">i2"
+    f = np.frombuffer(payload, dtype=dtype).astype(np.float32)
+    f *= np.float32(_SCALE)
+    return f
+
+
+def adpcm_to_float(decoder: AdpcmDecoder, payload: memoryview | bytes) -> NDArray[np.float32]:
+    """Decode an ADPCM payload with ``decoder`` (its state carries on) as float32 scaled by 1/32768."""
+    f = decoder.decode(payload).astype(np.float32)
+    f *= np.float32(_SCALE)
+    return f
 
 
 # Client command fields the server URL-decodes (§1.5).
