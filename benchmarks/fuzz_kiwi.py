@@ -36,7 +36,8 @@ from _bench import write_result  # benchmarks/_bench.py: the script's directory 
 
 from streamkit.cli import machine_info
 from streamkit.protocols.adpcm import warmup
-from streamkit.protocols.kiwi import AudioFrame, GapReason, KiwiClientProtocol, ProtocolViolation, SequenceGap, State, Terminal
+from streamkit.protocols.kiwi_client import KiwiClientProtocol
+from streamkit.protocols.kiwi_events import AudioFrame, GapReason, ProtocolViolation, SequenceGap, State, Terminal
 from streamkit.protocols.kiwi_fuzz import KINDS, MUTATIONS, FuzzSession, audit, handshake, make_message, mutate
 
 _EXAMPLES = 10

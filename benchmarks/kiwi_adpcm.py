@@ -53,7 +53,9 @@ from streamkit.cli import machine_info  # noqa: E402
 from streamkit.io.kiwi_emulator import quantize, speech_like  # noqa: E402
 from streamkit.io.outputs import write_text  # noqa: E402
 from streamkit.protocols.adpcm import AdpcmDecoder, AdpcmEncoder, adpcm_decode_kernel, decode_reference, warmup  # noqa: E402
-from streamkit.protocols.kiwi import AudioFrame, KiwiClientProtocol, SndFlag, build_snd_frame  # noqa: E402
+from streamkit.protocols.kiwi_client import KiwiClientProtocol  # noqa: E402
+from streamkit.protocols.kiwi_events import AudioFrame  # noqa: E402
+from streamkit.protocols.kiwi_frames import SndFlag, build_snd_frame  # noqa: E402
 
 RATE = 12001.188
 FRAME_BYTES = 1024

@@ -32,7 +32,8 @@ from _bench import write_result  # noqa: E402
 
 from streamkit.cli import machine_info  # noqa: E402
 from streamkit.io.kiwi_emulator import EmulatorConfig, KiwiEmulator  # noqa: E402
-from streamkit.protocols.kiwi import AudioFrame, KiwiClientProtocol  # noqa: E402
+from streamkit.protocols.kiwi_client import KiwiClientProtocol  # noqa: E402
+from streamkit.protocols.kiwi_events import AudioFrame  # noqa: E402
 
 RATE = 12001.188
 OUT = Path(__file__).resolve().parent / "results" / "kiwi_pacing.json"

@@ -83,8 +83,9 @@ from streamkit.dsp.resample import Resample, soxr_lag_items  # noqa: E402
 from streamkit.io.kiwi_emulator import EmulatorConfig  # noqa: E402
 from streamkit.io.kiwi_source import KiwiLoop, KiwiSource  # noqa: E402
 from streamkit.io.outputs import write_text  # noqa: E402
+from streamkit.protocols import kiwi_client  # noqa: E402
 from streamkit.protocols.adpcm import AdpcmDecoder  # noqa: E402
-from streamkit.protocols.kiwi import KiwiClientProtocol  # noqa: E402
+from streamkit.protocols.kiwi_client import KiwiClientProtocol  # noqa: E402
 
 TRUE_RATE = 12001.188
 OUT_RATE = 8000
@@ -326,7 +327,8 @@ class Instruments:
         self.sched_action: Callable[[], None] | None = None
         self.active = False
 
-    def _wrap(self, cls: type, name: str, key: str, static: bool = False) -> None:
+    def _wrap(self, cls: Any, name: str, key: str, static: bool = False) -> None:
+        """Time ``cls.name`` (a class's method, or a module's function) while active."""
         orig_attr = cls.__dict__[name]
         orig = orig_attr.__func__ if static else orig_attr
         acc = self.acc[key]
@@ -348,7 +350,7 @@ class Instruments:
     def install(self) -> None:
         self._wrap(KiwiClientProtocol, "receive_message", "receive_message")
         self._wrap(AdpcmDecoder, "decode", "decode_adpcm")
-        self._wrap(KiwiClientProtocol, "_pcm_to_float", "decode_pcm", static=True)
+        self._wrap(kiwi_client, "pcm_to_float", "decode_pcm")  # the client calls it through its module
         self._wrap(SampleRing, "write", "ring_write")
         self._wrap(Resample, "work", "resample")
         # Runner.step: counted, and it runs scheduler-thread actions (cProfile enable/disable)
@@ -655,7 +657,7 @@ def cprofile_summary(p: cProfile.Profile, frames: int, top: int = 18) -> dict[st
             g = "asyncio (event loop, tasks, selectors)"
         elif f.endswith("kiwi_source.py"):
             g = "kiwi_source.py (session loop; read)"
-        elif f.endswith("protocols/kiwi.py") or f.endswith("protocols/adpcm.py"):
+        elif f.endswith("protocols/kiwi_client.py") or f.endswith("protocols/kiwi_frames.py") or f.endswith("protocols/adpcm.py"):
             g = "protocol + decode wrapper"
         elif f.endswith("core/ring.py"):
             g = "SampleRing"

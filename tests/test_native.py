@@ -22,7 +22,7 @@ from streamkit.protocols.adpcm import (
     decode_reference,
     encode_reference,
 )
-from streamkit.protocols.kiwi import SndFlag, build_snd_frame
+from streamkit.protocols.kiwi_frames import SndFlag, build_snd_frame
 
 BUILD_HINT = (
     "the native C library streamkit/_native*.so is not built ({why}). Build it with "

@@ -42,7 +42,8 @@ LOGGERS: Final = (
     "websockets.client",
     "websockets.server",
     "streamkit.kiwi",
-    "streamkit.protocols.kiwi",
+    "streamkit.protocols.kiwi_client",
+    "streamkit.protocols.kiwi_server",
     "streamkit.io.kiwi_emulator",
 )
 

@@ -1,6 +1,6 @@
 """KiwiSource: a live source that receives one KiwiSDR channel over WebSocket.
 
-The protocol itself is the sans-I/O :class:`~streamkit.protocols.kiwi.KiwiClientProtocol`; this
+The protocol itself is the sans-I/O :class:`~streamkit.protocols.kiwi_client.KiwiClientProtocol`; this
 module is the thin asyncio adapter around it (design §2): it owns the socket, the reconnect loop
 with a replaceable ``classify`` + ``backoff`` pair (websockets' ``process_exception`` and
 ``backoff`` style), the keepalive/watchdog ticker, and the hand-off of decoded samples to the
@@ -74,12 +74,12 @@ class Fatal:
 def classify(cause: Any) -> Retry | Fatal:
     """Default retry classification of a session's end.
 
-    ``cause`` is a :class:`~streamkit.protocols.kiwi.Terminal` event or an exception from the
+    ``cause`` is a :class:`~streamkit.protocols.kiwi_events.Terminal` event or an exception from the
     transport. Busy servers, redirects, dropped or stalled connections and refused connections are
     retried; a bad password, a kick, an inactivity or 24-h limit are final (reconnecting would
     defeat the operator's policy, protocol notes §4.3).
     """
-    from streamkit.protocols.kiwi import Terminal
+    from streamkit.protocols.kiwi_events import Terminal
 
     if isinstance(cause, Terminal):
         if cause.retryable:
@@ -213,7 +213,7 @@ class KiwiSource(Source):
         super().__init__(name=name)
         self._init_params.pop("classify_fn", None)
         self._init_params.pop("password", None)  # a secret is not a graph-file parameter
-        from streamkit.protocols.kiwi import MODES
+        from streamkit.protocols.kiwi_frames import MODES
 
         if url is not None:
             if not url.startswith(("ws://", "http://")):
@@ -393,7 +393,7 @@ class KiwiSource(Source):
         import websockets
         from websockets.asyncio.client import connect
 
-        from streamkit.protocols import kiwi as K
+        from streamkit import protocols as K
 
         proto = K.KiwiClientProtocol(
             self.freq_khz, self.mode, self.low_cut, self.high_cut, password=password, user=self.user, compression=self.compression,

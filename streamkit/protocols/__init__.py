@@ -1,7 +1,12 @@
 """Sans-I/O protocol implementations: no sockets, no asyncio, no clock.
 
 * :mod:`streamkit.protocols.adpcm`: IMA ADPCM codec (numba kernels + pure-Python reference).
-* :mod:`streamkit.protocols.kiwi`: KiwiSDR SND WebSocket client protocol and server helpers.
+* KiwiSDR audio (``SND``) WebSocket protocol: :mod:`~streamkit.protocols.kiwi_frames` (the wire
+  format shared by both sides), :mod:`~streamkit.protocols.kiwi_client` (the client state machine)
+  and :mod:`~streamkit.protocols.kiwi_events` (its events), :mod:`~streamkit.protocols.kiwi_server`
+  (the server state machine, with :mod:`~streamkit.protocols.kiwi_server_log` and
+  :mod:`~streamkit.protocols.kiwi_faults`), :mod:`~streamkit.protocols.kiwi_url` (receiver URLs),
+  :mod:`~streamkit.protocols.kiwi_tally` and :mod:`~streamkit.protocols.kiwi_fuzz` (test input).
 
 The I/O adapters that drive them live in :mod:`streamkit.io`.
 """
@@ -15,30 +20,33 @@ from streamkit.protocols.adpcm import (
     encode_reference,
     warmup,
 )
-from streamkit.protocols.kiwi import (
-    DEFAULT_PASSBANDS,
-    MODES,
+from streamkit.protocols.kiwi_client import KiwiClientProtocol
+from streamkit.protocols.kiwi_events import (
     AudioFrame,
     AuthResult,
     GapReason,
-    GpsStamp,
     IgnoredMessage,
-    KiwiClientProtocol,
     KiwiCounters,
     KiwiEvent,
     ProtocolViolation,
     SampleRate,
     SequenceGap,
     ServerInfo,
-    SndFlag,
     State,
     Terminal,
     TerminalKind,
     UnknownMessage,
+)
+from streamkit.protocols.kiwi_frames import (
+    DEFAULT_PASSBANDS,
+    MODES,
+    GpsStamp,
+    SndFlag,
     build_msg,
     build_snd_frame,
     gps_week_time_to_utc_ns,
     parse_client_command,
+    samples_per_frame,
     smeter_dbm,
     smeter_raw,
 )
@@ -73,6 +81,7 @@ __all__ = [
     "encode_reference",
     "gps_week_time_to_utc_ns",
     "parse_client_command",
+    "samples_per_frame",
     "smeter_dbm",
     "smeter_raw",
     "warmup",

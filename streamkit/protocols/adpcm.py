@@ -5,7 +5,7 @@ described in ``shared/kiwisdr-protocol.md`` §3.1, with the Kiwi's packing: two 
 the **earlier sample in the low nibble**. The state is two integers, ``index`` (0..88) and
 ``prev`` (the last reconstructed sample, clamped to int16); both start at 0. Per §3.2 the Kiwi
 carries this state across SND frames for the whole connection, so a decoder must be reset only
-on the events listed there (the protocol object in :mod:`streamkit.protocols.kiwi` does that).
+on the events listed there (the protocol object in :mod:`streamkit.protocols.kiwi_client` does that).
 
 Two implementations live here:
 

@@ -25,23 +25,20 @@ from urllib.parse import quote
 
 import numpy as np
 
-from streamkit.protocols.kiwi import (
-    IQ_HEADER_LEN,
-    SND_HEADER_LEN,
+from streamkit.protocols.kiwi_client import KiwiClientProtocol
+from streamkit.protocols.kiwi_events import (
     AudioFrame,
     AuthResult,
     GapReason,
     IgnoredMessage,
-    KiwiClientProtocol,
     ProtocolViolation,
     SampleRate,
     SequenceGap,
     ServerInfo,
-    SndFlag,
     Terminal,
     UnknownMessage,
-    samples_per_frame,
 )
+from streamkit.protocols.kiwi_frames import IQ_HEADER_LEN, SND_HEADER_LEN, SndFlag, samples_per_frame
 
 __all__ = ["KINDS", "MUTATIONS", "FuzzSession", "audit", "handshake", "make_message", "mutate"]
 

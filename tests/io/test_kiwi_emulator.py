@@ -41,7 +41,6 @@ from streamkit.io.kiwi_emulator import (
     Phase,
     SpeechLike,
     Tone,
-    _Session,
     add_emulator_arguments,
     config_from_args,
     frame_smeter_dbm,
@@ -54,21 +53,22 @@ from streamkit.io.kiwi_emulator import (
     speech_like,
     tone,
 )
+from streamkit.io.kiwi_emulator_session import EmulatorSession as _Session
 from streamkit.protocols.adpcm import AdpcmDecoder, AdpcmEncoder
-from streamkit.protocols.kiwi import (
+from streamkit.protocols.kiwi_client import KiwiClientProtocol
+from streamkit.protocols.kiwi_events import (
     AudioFrame,
     AuthResult,
     GapReason,
-    KiwiClientProtocol,
     KiwiEvent,
     ProtocolViolation,
     SampleRate,
     SequenceGap,
     ServerInfo,
-    SndFlag,
     Terminal,
     TerminalKind,
 )
+from streamkit.protocols.kiwi_frames import SndFlag
 
 RATE = 12001.188
 FAST = 16.0

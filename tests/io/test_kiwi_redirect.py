@@ -16,7 +16,7 @@ from streamkit.core.runtime import Runner
 from streamkit.io.collect import CollectSink
 from streamkit.io.kiwi_emulator import EmulatorThread
 from streamkit.io.kiwi_source import KiwiSource, parse_station
-from streamkit.protocols.kiwi import parse_client_command
+from streamkit.protocols.kiwi_frames import parse_client_command
 
 SECRET = "s3cret-Pa55"
 

@@ -16,7 +16,7 @@ from streamkit.dsp.resample import Resample
 from streamkit.io.collect import CollectSink
 from streamkit.io.kiwi_emulator import EmulatorThread
 from streamkit.io.kiwi_source import Fatal, KiwiSource, Retry, backoff, classify, parse_station, station_name
-from streamkit.protocols.kiwi import Terminal, TerminalKind
+from streamkit.protocols.kiwi_events import Terminal, TerminalKind
 
 RATE = 12001.188
 

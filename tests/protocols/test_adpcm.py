@@ -18,7 +18,7 @@ from streamkit.protocols.adpcm import (
     encode_reference,
     warmup,
 )
-from streamkit.protocols.kiwi import SndFlag, build_snd_frame
+from streamkit.protocols.kiwi_frames import SndFlag, build_snd_frame
 
 # --------------------------------------------------------------------------------------------
 # §3.3 test vectors

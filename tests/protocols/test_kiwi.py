@@ -1,4 +1,4 @@
-"""Sans-I/O tests for streamkit.protocols.kiwi with byte fixtures (kiwisdr-protocol.md §1-§4)."""
+"""Sans-I/O tests for streamkit.protocols.kiwi_client and kiwi_frames with byte fixtures (kiwisdr-protocol.md §1-§4)."""
 
 from __future__ import annotations
 
@@ -12,25 +12,27 @@ import numpy as np
 import pytest
 
 from streamkit.protocols.adpcm import AdpcmEncoder, decode_reference
-from streamkit.protocols.kiwi import (
-    DEFAULT_PASSBANDS,
-    MODES,
+from streamkit.protocols.kiwi_client import KiwiClientProtocol
+from streamkit.protocols.kiwi_events import (
     AudioFrame,
     AuthResult,
     GapReason,
-    GpsStamp,
     IgnoredMessage,
-    KiwiClientProtocol,
     KiwiEvent,
     ProtocolViolation,
     SampleRate,
     SequenceGap,
     ServerInfo,
-    SndFlag,
     State,
     Terminal,
     TerminalKind,
     UnknownMessage,
+)
+from streamkit.protocols.kiwi_frames import (
+    DEFAULT_PASSBANDS,
+    MODES,
+    GpsStamp,
+    SndFlag,
     build_msg,
     build_snd_frame,
     gps_week_time_to_utc_ns,

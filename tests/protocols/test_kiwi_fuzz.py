@@ -11,7 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamkit.protocols.adpcm import INDEX_MAX, AdpcmDecoder, AdpcmEncoder, decode_reference
-from streamkit.protocols.kiwi import AudioFrame, GapReason, KiwiClientProtocol, ProtocolViolation, SequenceGap, State, build_snd_frame
+from streamkit.protocols.kiwi_client import KiwiClientProtocol
+from streamkit.protocols.kiwi_events import AudioFrame, GapReason, ProtocolViolation, SequenceGap, State
+from streamkit.protocols.kiwi_frames import build_snd_frame
 from streamkit.protocols.kiwi_fuzz import KINDS, MUTATIONS, FuzzSession, audit, handshake, make_message, mutate
 
 FUZZ = settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

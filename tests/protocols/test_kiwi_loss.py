@@ -5,18 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from streamkit.protocols.adpcm import AdpcmEncoder
-from streamkit.protocols.kiwi import (
-    AudioFrame,
-    GapReason,
-    KiwiClientProtocol,
-    ProtocolViolation,
-    SequenceGap,
-    SndFlag,
-    State,
-    Terminal,
-    TerminalKind,
-    build_snd_frame,
-)
+from streamkit.protocols.kiwi_client import KiwiClientProtocol
+from streamkit.protocols.kiwi_events import AudioFrame, GapReason, ProtocolViolation, SequenceGap, State, Terminal, TerminalKind
+from streamkit.protocols.kiwi_frames import SndFlag, build_snd_frame
 
 from .test_kiwi import feed, of, sine, streaming_proto
 

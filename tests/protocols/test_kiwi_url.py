@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamkit.protocols.kiwi import Terminal, TerminalKind
+from streamkit.protocols.kiwi_events import Terminal, TerminalKind
 from streamkit.protocols.kiwi_url import KiwiAddress, parse_kiwi_url
 
 from .test_kiwi import PRE_AUTH, feed, of, proto

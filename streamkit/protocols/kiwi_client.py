@@ -1,132 +1,77 @@
-"""Sans-I/O KiwiSDR audio (``SND``) WebSocket protocol: client state machine and server helpers.
+"""Sans-I/O KiwiSDR audio (``SND``) WebSocket client: :class:`KiwiClientProtocol`.
 
-This module speaks the KiwiSDR SND protocol as written down in ``shared/kiwisdr-protocol.md``
-(firmware v1.711, kiwirecorder v1.11). It does no I/O: no sockets, no asyncio, no clock. The
-caller (``streamkit.io.kiwi_source``) owns the WebSocket and feeds this object whole messages and
-the current monotonic time, in the style of python-websockets' sans-I/O core (design §2):
+It does no I/O: no sockets, no asyncio, no clock. The caller (``streamkit.io.kiwi_source``) owns
+the WebSocket and feeds this object whole messages and the current monotonic time, in the style of
+python-websockets' sans-I/O core:
 
-* :meth:`KiwiClientProtocol.connection_made` after the WebSocket upgrade (§1.2, §1.3),
-* :meth:`KiwiClientProtocol.receive_message` for every WebSocket message received (§1.1),
-* :meth:`KiwiClientProtocol.tick` every few hundred milliseconds (keepalives, §4.1),
-* :meth:`KiwiClientProtocol.events_received` to drain typed events, and
-* :meth:`KiwiClientProtocol.data_to_send` to drain text commands to send, one message each (§1.5).
+* :meth:`KiwiClientProtocol.connection_made` after the WebSocket upgrade,
+* :meth:`KiwiClientProtocol.receive_message` for every WebSocket message received,
+* :meth:`KiwiClientProtocol.tick` every few hundred milliseconds (keepalives),
+* :meth:`KiwiClientProtocol.events_received` to drain typed events
+  (:mod:`streamkit.protocols.kiwi_events`), and
+* :meth:`KiwiClientProtocol.data_to_send` to drain text commands to send, one message each.
 
 Nothing raised on the receive path: malformed input becomes a :class:`ProtocolViolation`
-event (§4.3, last row), server errors become a :class:`Terminal` event (§4.2, §4.3).
-
-Spec sections used: §1.3 message sequence and client reactions, §1.4 what the server needs
-before streaming (and the four-keepalive limit), §1.5 commands and mode list, §1.6 ``MSG``
-format and percent-encoded keys, §1.7 sample rate, §2 SND frame layout (header, flags,
-S-meter, payload variants, GNSS block), §3.2 ADPCM state handling, §4.1 keepalive, §4.3
-error conditions.
-
-The second half of the module holds sans-I/O *server-side* helpers (:func:`build_msg`,
-:func:`build_snd_frame`, :func:`parse_client_command`, :func:`smeter_raw`) for the loopback
-emulator in ``streamkit.io.kiwi_emulator`` and for the tests.
+event, server errors become a :class:`Terminal` event. The wire format shared with the server
+is in :mod:`streamkit.protocols.kiwi_frames`; protocol notes in ``docs/kiwisdr.md``.
 """
 
 from __future__ import annotations
 
-import enum
 import logging
 import math
-import re
-import struct
-from dataclasses import dataclass
-from typing import Final, TypeAlias
+from typing import Final
 from urllib.parse import quote, unquote
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
-from streamkit.protocols.adpcm import AdpcmDecoder, AdpcmEncoder
+from streamkit.protocols.adpcm import AdpcmDecoder
+from streamkit.protocols.kiwi_events import (
+    AudioFrame,
+    AuthResult,
+    GapReason,
+    IgnoredMessage,
+    KiwiCounters,
+    KiwiEvent,
+    ProtocolViolation,
+    SampleRate,
+    SequenceGap,
+    ServerInfo,
+    State,
+    Terminal,
+    TerminalKind,
+    UnknownMessage,
+)
+from streamkit.protocols.kiwi_frames import (
+    DEFAULT_PASSBANDS,
+    ENCODED_KEYS,
+    MODES,
+    U32,
+    SndFlag,
+    adpcm_to_float,
+    parse_float,
+    parse_int,
+    parse_number,
+    parse_snd_header,
+    pcm_to_float,
+    samples_per_frame,
+    smeter_dbm,
+    snd_payload_error,
+)
 from streamkit.protocols.kiwi_tally import MessageTally, message_kind
 from streamkit.protocols.kiwi_url import parse_kiwi_url
 
 __all__ = [
-    "DEFAULT_PASSBANDS",
-    "ENCODED_KEYS",
-    "GPS_UTC_LEAP_SECONDS",
-    "MODES",
-    "STEREO_MODES",
-    "AudioFrame",
-    "AuthResult",
-    "GapReason",
-    "GpsStamp",
-    "IgnoredMessage",
+    "AR_OUT_RATE",
+    "MAX_KEEPALIVES_BEFORE_SETUP",
+    "MAX_SAMPLE_RATE",
+    "MIN_SAMPLE_RATE",
+    "PRE_SETUP_KEEPALIVE_INTERVAL",
     "KiwiClientProtocol",
-    "KiwiCounters",
-    "KiwiEvent",
-    "ProtocolViolation",
-    "SampleRate",
-    "SequenceGap",
-    "ServerInfo",
-    "SndFlag",
-    "State",
-    "Terminal",
-    "TerminalKind",
-    "UnknownMessage",
-    "build_msg",
-    "build_snd_frame",
-    "gps_week_time_to_utc_ns",
-    "parse_client_command",
-    "samples_per_frame",
-    "smeter_dbm",
-    "smeter_raw",
 ]
 
 logger = logging.getLogger(__name__)
-
-# --------------------------------------------------------------------------------------------
-# constants
-# --------------------------------------------------------------------------------------------
-
-MODES: Final[tuple[str, ...]] = (
-    "am", "amn", "amw", "sam", "sal", "sau", "sas", "qam", "drm",
-    "lsb", "lsn", "usb", "usn", "cw", "cwn", "nbfm", "nnfm", "iq",
-)  # fmt: skip
-"""Demodulation modes of firmware v1.711 (FW ``rx/mode.h``, §1.5)."""
-
-STEREO_MODES: Final[frozenset[str]] = frozenset({"iq", "drm", "sas", "qam"})
-"""Modes whose frames use the IQ/stereo layout with the GNSS header (§2.2, flag 0x08)."""
-
-# Default passbands in Hz relative to the carrier, (low_cut, high_cut). The spec fixes only the
-# LSB default (-2700..-300, §1.5); the others are OUR CHOICES, close to the browser's defaults.
-DEFAULT_PASSBANDS: Final[dict[str, tuple[int, int]]] = {
-    "am": (-4900, 4900),
-    "amn": (-2500, 2500),
-    "amw": (-6000, 6000),
-    "sam": (-4900, 4900),
-    "sal": (-4900, 0),
-    "sau": (0, 4900),
-    "sas": (-4900, 4900),
-    "qam": (-4900, 4900),
-    "drm": (-5000, 5000),
-    "lsb": (-2700, -300),
-    "lsn": (-2400, -300),
-    "usb": (300, 2700),
-    "usn": (300, 2400),
-    "cw": (300, 700),  # centred on the usual 500 Hz CW pitch
-    "cwn": (470, 530),
-    "nbfm": (-6000, 6000),
-    "nnfm": (-3000, 3000),
-    "iq": (-5000, 5000),
-}
-
-ENCODED_KEYS: Final[frozenset[str]] = frozenset(
-    {
-        "load_cfg",
-        "load_dxcfg",
-        "load_dxcomm_cfg",
-        "redirect",
-        "reason_disabled",
-        "ip_limit",
-        "kiwi_kick",
-        "status_msg_html",
-        "notify_msg",
-    }
-)
-"""``MSG`` keys whose values the server percent-encodes as a whole (§1.6)."""
 
 # Informational MSG keys (§1.6), reported as ServerInfo. Anything else that is not handled
 # explicitly becomes an UnknownMessage event.
@@ -141,13 +86,6 @@ _INFO_KEYS: Final[frozenset[str]] = frozenset(
     }
 )  # fmt: skip
 
-SND_HEADER_LEN: Final = 10
-"""Bytes of the common SND header: tag, flags, seq (u32 LE), S-meter (u16 BE) (§2.1)."""
-IQ_HEADER_LEN: Final = 20
-"""Bytes before the samples of an IQ frame: common header + 10-byte GNSS block (§2.4)."""
-SAMPLES_PER_FRAME_ADPCM: Final = 2048
-SAMPLES_PER_FRAME_PCM: Final = 512
-SAMPLES_PER_FRAME_IQ: Final = 512
 AR_OUT_RATE: Final = 44100
 """``out=`` value of ``SET AR OK``; kiwiclient's value (§1.5). Only ``out != 0`` matters."""
 MIN_SAMPLE_RATE: Final = 1000.0
@@ -157,18 +95,7 @@ MAX_KEEPALIVES_BEFORE_SETUP: Final = 4
 PRE_SETUP_KEEPALIVE_INTERVAL: Final = 5.0
 """Minimum keepalive spacing (s) before setup is complete: 4 x 5 s covers the 20 s pre-auth
 window (§4.1) without spending the keepalive budget of §1.4 in the first seconds."""
-GPS_UTC_LEAP_SECONDS: Final = 18
-"""GPS - UTC in seconds (valid since 2017-01-01)."""
-GPS_EPOCH_UNIX_S: Final = 315_964_800  # 1980-01-06T00:00:00Z
-GPS_WEEK_S: Final = 604_800
-
-_U32: Final = 1 << 32
 _HALF_U32: Final = 1 << 31
-_SCALE: Final = 1.0 / 32768.0
-_NS: Final = 1_000_000_000
-
-_INT_RE: Final = re.compile(r"[+-]?[0-9]+\Z")
-_FLOAT_RE: Final = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 
 _KNOWN_IGNORED_TAGS: Final[frozenset[bytes]] = frozenset({b"W/F", b"EXT", b"DAT", b"CLI"})
 
@@ -191,399 +118,6 @@ _DOWN_MESSAGES: Final[dict[int, str]] = {
 }
 
 
-class SndFlag(enum.IntFlag):
-    """Bits of the SND flags byte (§2.2)."""
-
-    LPF = 0x01
-    """Passband changed in this frame."""
-    ADC_OVFL = 0x02
-    """ADC overload."""
-    NEW_FREQ = 0x04
-    """Frequency or mode changed."""
-    MODE_IQ = 0x08
-    """2-channel frame with a GNSS header (modes iq, drm, sas, qam)."""
-    COMPRESSED = 0x10
-    """Payload is IMA ADPCM (mono only)."""
-    RESTART = 0x20
-    """ADPCM and AGC state were reset before this frame."""
-    SQUELCH_UI = 0x40
-    """Squelch closed; the client is expected to mute."""
-    LITTLE_ENDIAN = 0x80
-    """Uncompressed/IQ samples are little-endian."""
-
-
-class State(enum.Enum):
-    """Connection state of :class:`KiwiClientProtocol`."""
-
-    CONNECTING = enum.auto()
-    """Created; :meth:`KiwiClientProtocol.connection_made` not called yet."""
-    AUTHENTICATING = enum.auto()
-    """``SET auth`` queued; setup may be under way; no audio frame yet."""
-    STREAMING = enum.auto()
-    """At least one audio frame received."""
-    CLOSED = enum.auto()
-    """A :class:`Terminal` event was emitted, or the connection was closed or lost."""
-
-
-class TerminalKind(str, enum.Enum):
-    """Why the session ended (the value is the server's ``MSG`` key where there is one)."""
-
-    TOO_BUSY = "too_busy"
-    REDIRECT = "redirect"
-    DOWN = "down"
-    BADP = "badp"
-    INACTIVITY_TIMEOUT = "inactivity_timeout"
-    IP_LIMIT = "ip_limit"
-    KIWI_KICK = "kiwi_kick"
-    PASSWORD_TIMEOUT = "password_timeout"
-    WB_ONLY = "wb_only"
-    EXCLUSIVE_USE = "exclusive_use"
-    CAMP_DISCONNECT = "camp_disconnect"
-    PROTOCOL_ERROR = "protocol_error"
-    """A fatal :class:`ProtocolViolation` (e.g. an absurd ``sample_rate``)."""
-    STALLED = "stalled"
-    """No message for ``stall_timeout`` seconds (only if enabled)."""
-    NO_AUDIO = "no_audio"
-    """Messages, but no audio frame, for ``stall_timeout`` seconds (only if enabled); the message
-    names what the server sent instead (e.g. a flood of ``MSG`` or text messages)."""
-    CONNECTION_LOST = "connection_lost"
-    """The transport closed without a terminal ``MSG`` first."""
-
-
-class GapReason(str, enum.Enum):
-    """Kind of sequence discontinuity reported by :class:`SequenceGap`."""
-
-    LOST = "lost"
-    """Forward jump: frames were lost."""
-    DUPLICATE = "duplicate"
-    """The previous sequence number again; the frame is dropped."""
-    BACKWARD = "backward"
-    """Backward jump; the protocol resynchronises on the new number."""
-
-
-# --------------------------------------------------------------------------------------------
-# events
-# --------------------------------------------------------------------------------------------
-
-
-def gps_week_time_to_utc_ns(gpssec: int, gpsnsec: int, reference_utc_ns: int, leap_seconds: int = GPS_UTC_LEAP_SECONDS) -> int:
-    """Convert a GPS time-of-week stamp to UTC nanoseconds since the Unix epoch.
-
-    The Kiwi sends only the seconds within the GPS week (§2.4), so the week is taken from a
-    reference UTC time (e.g. the wall clock when the frame arrived): the week whose stamp lies
-    closest to the reference is chosen, which is right while the reference is within half a
-    week of the true time.
-
-    Args:
-        gpssec: Whole GPS seconds of the week, 0..604799.
-        gpsnsec: Nanoseconds within that second, 0..999999999.
-        reference_utc_ns: A UTC time near the stamp, ns since the Unix epoch.
-        leap_seconds: GPS - UTC offset in seconds (18 since 2017).
-
-    Returns:
-        UTC time of the stamp in ns since the Unix epoch.
-
-    Raises:
-        ValueError: ``gpssec`` or ``gpsnsec`` out of range.
-    """
-    if not 0 <= gpssec < GPS_WEEK_S:
-        raise ValueError(f"gpssec must be in 0..{GPS_WEEK_S - 1}, got {gpssec}")
-    if not 0 <= gpsnsec < _NS:
-        raise ValueError(f"gpsnsec must be in 0..{_NS - 1}, got {gpsnsec}")
-    week_ns = GPS_WEEK_S * _NS
-    offset_ns = GPS_EPOCH_UNIX_S * _NS - leap_seconds * _NS  # UTC = GPS + offset
-    ref_gps_ns = reference_utc_ns - offset_ns
-    candidate = (ref_gps_ns // week_ns) * week_ns + gpssec * _NS + gpsnsec
-    diff = candidate - ref_gps_ns
-    if diff > week_ns // 2:
-        candidate -= week_ns
-    elif diff < -(week_ns // 2):
-        candidate += week_ns
-    return candidate + offset_ns
-
-
-@dataclass(frozen=True, slots=True)
-class GpsStamp:
-    """GNSS time stamp of an IQ frame (§2.4): GPS time of the frame's samples.
-
-    Attributes:
-        last_gps_solution: Seconds since the last GPS position solution (capped at 252);
-            255 = no GPS timing.
-        gpssec: Whole GPS seconds of the week.
-        gpsnsec: Nanoseconds within that second.
-    """
-
-    last_gps_solution: int
-    gpssec: int
-    gpsnsec: int
-
-    @property
-    def valid(self) -> bool:
-        """False for 255 (no GPS timing), 253/254 (never sent), the all-zero stamp of the first
-        frame (or of a Kiwi whose stamps are turned off) and out-of-range fields."""
-        if self.last_gps_solution > 252:
-            return False
-        if self.last_gps_solution == 0 and self.gpssec == 0 and self.gpsnsec == 0:
-            return False
-        return 0 <= self.gpssec < GPS_WEEK_S and 0 <= self.gpsnsec < _NS
-
-    def to_utc_ns(self, reference_utc_ns: int, leap_seconds: int = GPS_UTC_LEAP_SECONDS) -> int:
-        """UTC ns since the Unix epoch; see :func:`gps_week_time_to_utc_ns`.
-
-        Raises:
-            ValueError: the stamp is not :attr:`valid`.
-        """
-        if not self.valid:
-            raise ValueError(f"invalid GPS stamp {self}")
-        return gps_week_time_to_utc_ns(self.gpssec, self.gpsnsec, reference_utc_ns, leap_seconds)
-
-
-@dataclass(frozen=True, slots=True)
-class SampleRate:
-    """The stream's true sample rate (``MSG sample_rate``, §1.7); emitted once, before the first
-    :class:`AudioFrame`.
-
-    Attributes:
-        rate: Clock-derived rate in Hz, e.g. 12001.188 (use this for timing and resampling).
-        nominal: The nominal ``audio_rate`` (12000, 20250, 24000) if known, else None.
-    """
-
-    rate: float
-    nominal: int | None
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class AudioFrame:
-    """One decoded SND frame (§2).
-
-    Attributes:
-        seq: Sequence number (uint32, first frame 1).
-        flags: Raw flags byte; see :class:`SndFlag` and the properties below.
-        smeter_dbm: S-meter in dBm, ``raw / 10 - 127`` (§2.3).
-        samples: float32 mono samples, shape (n,), or complex64 I+jQ, shape (n,), both scaled
-            by 1/32768.
-        iq: True for the IQ/stereo layout (flag 0x08).
-        gps: GNSS stamp for IQ frames, None for mono.
-        lost_before: Frames lost right before this one (0 unless a :class:`SequenceGap` with
-            reason ``lost`` was emitted just before).
-    """
-
-    seq: int
-    flags: int
-    smeter_dbm: float
-    samples: NDArray[np.float32] | NDArray[np.complex64]
-    iq: bool
-    gps: GpsStamp | None
-    lost_before: int
-
-    @property
-    def compressed(self) -> bool:
-        """The payload was IMA ADPCM."""
-        return bool(self.flags & SndFlag.COMPRESSED)
-
-    @property
-    def restart(self) -> bool:
-        """The server reset its ADPCM/AGC state before this frame."""
-        return bool(self.flags & SndFlag.RESTART)
-
-    @property
-    def squelched(self) -> bool:
-        """Squelch is closed; the client should mute (§2.2)."""
-        return bool(self.flags & SndFlag.SQUELCH_UI)
-
-    @property
-    def adc_overload(self) -> bool:
-        """ADC overload was flagged."""
-        return bool(self.flags & SndFlag.ADC_OVFL)
-
-    @property
-    def new_freq(self) -> bool:
-        """Frequency or mode changed in this frame."""
-        return bool(self.flags & SndFlag.NEW_FREQ)
-
-    @property
-    def passband_changed(self) -> bool:
-        """Passband changed in this frame."""
-        return bool(self.flags & SndFlag.LPF)
-
-    @property
-    def little_endian(self) -> bool:
-        """Uncompressed samples were little-endian."""
-        return bool(self.flags & SndFlag.LITTLE_ENDIAN)
-
-
-@dataclass(frozen=True, slots=True)
-class SequenceGap:
-    """A discontinuity in SND sequence numbers, emitted before the frame that follows it.
-
-    Attributes:
-        expected: The sequence number that should have come (previous + 1, mod 2**32).
-        got: The sequence number that came.
-        lost_frames: Frames lost (> 0 for ``lost``); 0 for ``duplicate``; the negative distance
-            for ``backward``.
-        lost_samples: ``lost_frames`` times the samples per frame of the arriving frame's format
-            (2048 ADPCM mono, 512 PCM mono, 512 IQ).
-        reason: See :class:`GapReason`.
-    """
-
-    expected: int
-    got: int
-    lost_frames: int
-    lost_samples: int
-    reason: GapReason
-
-
-@dataclass(frozen=True, slots=True)
-class ServerInfo:
-    """An informational ``MSG`` key (§1.6), value parsed to int/float where numeric.
-
-    Attributes:
-        key: The ``MSG`` key, e.g. ``version_min``, ``center_freq``, ``freq_offset``.
-        value: int, float or str (percent-decoded for encoded keys); None for a bare key.
-    """
-
-    key: str
-    value: int | float | str | None
-
-
-@dataclass(frozen=True, slots=True)
-class AuthResult:
-    """The server's ``MSG badp=<n>`` reply to ``SET auth`` (§1.3, §4.3).
-
-    Attributes:
-        ok: True for ``badp=0``.
-        badp: The code, 0..7.
-    """
-
-    ok: bool
-    badp: int
-
-
-@dataclass(frozen=True, slots=True)
-class Terminal:
-    """The session is over; the caller should close the socket (§4.2: the server does not).
-
-    Attributes:
-        kind: What ended it.
-        retryable: Whether an automatic reconnect is appropriate (with a fresh ``<ts>``).
-        message: Human-readable reason (percent-decoded server text where there is one).
-        redirect_url: The decoded target for ``redirect``, else None.
-        retry_after: Suggested minimum delay in seconds before retrying, or None.
-    """
-
-    kind: TerminalKind
-    retryable: bool
-    message: str
-    redirect_url: str | None = None
-    retry_after: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ProtocolViolation:
-    """Malformed or unexpected input. Processing continues unless ``fatal``.
-
-    Attributes:
-        reason: What was wrong.
-        data_len: Length in bytes of the offending message (characters for a text message).
-        fatal: True if a :class:`Terminal` event follows.
-    """
-
-    reason: str
-    data_len: int
-    fatal: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class UnknownMessage:
-    """A ``MSG`` key this module does not know (value as received, None for a bare key)."""
-
-    key: str
-    value: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class IgnoredMessage:
-    """A message with a known tag that the audio client does not use (``W/F``, ``EXT``,
-    ``DAT``, ``CLI``; §1.1, §1.6)."""
-
-    tag: str
-    data_len: int
-
-
-KiwiEvent: TypeAlias = (
-    SampleRate | AudioFrame | SequenceGap | ServerInfo | AuthResult | Terminal | ProtocolViolation | UnknownMessage | IgnoredMessage
-)
-"""Every event type :meth:`KiwiClientProtocol.events_received` can return."""
-
-
-@dataclass(slots=True)
-class KiwiCounters:
-    """Running counters of a :class:`KiwiClientProtocol` (mutable, read them any time)."""
-
-    messages: int = 0
-    """WebSocket messages received (including ignored ones)."""
-    bytes: int = 0
-    """Bytes received in those messages."""
-    frames: int = 0
-    """Audio frames emitted."""
-    samples: int = 0
-    """Samples (complex samples for IQ) emitted."""
-    lost_frames: int = 0
-    """Frames lost according to forward sequence gaps."""
-    lost_samples: int = 0
-    """Samples in those frames."""
-    duplicates: int = 0
-    """Duplicate frames dropped."""
-    backward_jumps: int = 0
-    """Backward sequence jumps (resynchronised)."""
-    violations: int = 0
-    """ProtocolViolation events emitted."""
-    keepalives_sent: int = 0
-    """``SET keepalive`` commands queued."""
-    ignored_after_close: int = 0
-    """Messages received after the protocol was CLOSED (silently counted, no events)."""
-
-
-# --------------------------------------------------------------------------------------------
-# small parsing helpers
-# --------------------------------------------------------------------------------------------
-
-
-def _parse_int(value: str | None) -> int | None:
-    if value is None or not _INT_RE.match(value):
-        return None
-    return int(value)
-
-
-def _parse_float(value: str | None) -> float | None:
-    if value is None or not _FLOAT_RE.match(value):
-        return None
-    return float(value)
-
-
-def _parse_number(value: str) -> int | float | str:
-    """int or float if ``value`` is a plain decimal number (no nan/inf/underscores), else str."""
-    if _INT_RE.match(value):
-        return int(value)
-    if _FLOAT_RE.match(value):
-        return float(value)
-    return value
-
-
-def samples_per_frame(flags: int) -> int:
-    """Nominal samples per SND frame for a flags byte (§2.4): 512 IQ, 2048 ADPCM, 512 PCM."""
-    if flags & SndFlag.MODE_IQ:
-        return SAMPLES_PER_FRAME_IQ
-    if flags & SndFlag.COMPRESSED:
-        return SAMPLES_PER_FRAME_ADPCM
-    return SAMPLES_PER_FRAME_PCM
-
-
-def smeter_dbm(raw: int) -> float:
-    """S-meter dBm from the raw uint16 (§2.3): ``raw / 10 - 127``."""
-    return raw / 10.0 - 127.0
-
-
 def _check_mode(mode: str) -> str:
     if mode not in DEFAULT_PASSBANDS:
         raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
@@ -601,11 +135,6 @@ def _check_freq(freq_khz: float) -> float:
     if not math.isfinite(f) or f < 0:
         raise ValueError(f"freq_khz must be a finite number >= 0, got {freq_khz}")
     return f
-
-
-# --------------------------------------------------------------------------------------------
-# the client protocol
-# --------------------------------------------------------------------------------------------
 
 
 class KiwiClientProtocol:
@@ -1139,7 +668,7 @@ class KiwiClientProtocol:
         elif key == "badp":
             self._on_badp(value, n)
         elif key == "audio_rate":
-            rate = _parse_int(value)
+            rate = parse_int(value)
             if rate is None or rate <= 0:
                 self._violation(f"bad audio_rate {value!r}", n)
                 return
@@ -1156,7 +685,7 @@ class KiwiClientProtocol:
         elif key == "redirect":
             self._on_redirect(value)
         elif key == "down":
-            code = _parse_int(value)
+            code = parse_int(value)
             reason = msg.get("reason_disabled")
             text = _DOWN_MESSAGES.get(code, f"down={value}") if code is not None else f"down={value}"
             if reason:
@@ -1195,12 +724,12 @@ class KiwiClientProtocol:
 
     def _info(self, key: str, value: str | float | None) -> None:
         if isinstance(value, str) and key not in ENCODED_KEYS:
-            value = _parse_number(value)
+            value = parse_number(value)
         self.server_info[key] = value
         self._emit(ServerInfo(key, value))
 
     def _on_sample_rate(self, value: str | None, n: int) -> None:
-        rate = _parse_float(value)
+        rate = parse_float(value)
         if rate is None or not MIN_SAMPLE_RATE <= rate <= MAX_SAMPLE_RATE:
             self._violation(f"absurd sample_rate {value!r}", n, fatal=True)
             self._terminate(TerminalKind.PROTOCOL_ERROR, False, f"absurd sample_rate {value!r}")
@@ -1211,7 +740,7 @@ class KiwiClientProtocol:
             self._violation(f"sample_rate changed from {self._sample_rate} to {rate}; kept the first", n)
 
     def _on_badp(self, value: str | None, n: int) -> None:
-        code = _parse_int(value)
+        code = parse_int(value)
         if code is None or code < 0:
             self._violation(f"bad badp value {value!r}", n)
             return
@@ -1236,7 +765,7 @@ class KiwiClientProtocol:
 
     def _on_adpcm_state(self, value: str | None, n: int) -> None:
         index_s, _, prev_s = (value or "").partition(",")
-        index, prev = _parse_int(index_s), _parse_int(prev_s)
+        index, prev = parse_int(index_s), parse_int(prev_s)
         try:
             if index is None or prev is None:
                 raise ValueError(value)
@@ -1250,21 +779,16 @@ class KiwiClientProtocol:
 
     def _handle_snd(self, mv: memoryview) -> None:
         n = len(mv)
-        if n < SND_HEADER_LEN:
-            self._violation(f"truncated SND frame ({n} bytes < {SND_HEADER_LEN})", n)
+        head = parse_snd_header(mv)
+        if isinstance(head, str):
+            self._violation(head, n)
             return
-        flags = mv[3]
-        (seq,) = struct.unpack_from("<I", mv, 4)
-        (raw_smeter,) = struct.unpack_from(">H", mv, 8)
-        iq = bool(flags & SndFlag.MODE_IQ)
-        if iq and n < IQ_HEADER_LEN:
-            self._violation(f"truncated IQ frame ({n} bytes < {IQ_HEADER_LEN})", n)
-            return
+        flags, seq = head.flags, head.seq
 
         # 1. duplicates are dropped before anything else touches the state.
         if self._last_seq is not None and seq == self._last_seq:
             self.counters.duplicates += 1
-            self._emit(SequenceGap((seq + 1) % _U32, seq, 0, 0, GapReason.DUPLICATE))
+            self._emit(SequenceGap((seq + 1) % U32, seq, 0, 0, GapReason.DUPLICATE))
             return
 
         # 2. ADPCM state mirrors the server's encoder (§3.2), following the flags.
@@ -1280,24 +804,16 @@ class KiwiClientProtocol:
 
         # 3. payload checks. A malformed frame is dropped WITHOUT consuming its sequence
         #    number, so the next good frame reports it as a lost frame (never zero-filled).
-        payload = mv[IQ_HEADER_LEN:] if iq else mv[SND_HEADER_LEN:]
-        if iq and flags & SndFlag.COMPRESSED:
-            self._violation("IQ frame with the COMPRESSED flag (IQ is never compressed)", n)
-            return
-        if iq and len(payload) % 4:
-            self._violation(f"IQ payload of {len(payload)} bytes is not a multiple of 4", n)
-            return
-        if not iq and len(payload) % 2:
-            # PCM: half a sample. ADPCM: the server fills every frame to 1024 bytes (§2.4), so an
-            # odd count is a cut or padded frame whose ADPCM state cannot be trusted either.
-            self._violation(f"{'ADPCM' if flags & SndFlag.COMPRESSED else 'PCM'} payload of {len(payload)} bytes is odd", n)
+        error = snd_payload_error(flags, len(head.payload))
+        if error is not None:
+            self._violation(error, n)
             return
 
         # 4. sequence continuity (uint32, wraps at 2**32).
         lost_before = 0
         if self._last_seq is not None:
-            expected = (self._last_seq + 1) % _U32
-            distance = (seq - expected) % _U32
+            expected = (self._last_seq + 1) % U32
+            distance = (seq - expected) % U32
             if distance:
                 spf = samples_per_frame(flags)
                 if distance < _HALF_U32:
@@ -1306,24 +822,19 @@ class KiwiClientProtocol:
                     self.counters.lost_samples += distance * spf
                     self._emit(SequenceGap(expected, seq, distance, distance * spf, GapReason.LOST))
                 else:
-                    back = distance - _U32
+                    back = distance - U32
                     self.counters.backward_jumps += 1
                     self._emit(SequenceGap(expected, seq, back, back * spf, GapReason.BACKWARD))
         self._last_seq = seq
 
         # 5. decode.
-        gps: GpsStamp | None = None
         samples: NDArray[np.float32] | NDArray[np.complex64]
-        if iq:
-            last_sol, _dummy, gpssec, gpsnsec = struct.unpack_from("<BBII", mv, SND_HEADER_LEN)
-            gps = GpsStamp(last_sol, gpssec, gpsnsec)
-            samples = self._pcm_to_float(payload, flags).view(np.complex64)
+        if head.iq:
+            samples = pcm_to_float(head.payload, flags).view(np.complex64)
         elif flags & SndFlag.COMPRESSED:
-            f = self._decoder.decode(payload).astype(np.float32)
-            f *= np.float32(_SCALE)
-            samples = f
+            samples = adpcm_to_float(self._decoder, head.payload)
         else:
-            samples = self._pcm_to_float(payload, flags)
+            samples = pcm_to_float(head.payload, flags)
 
         if self._sample_rate is None and not self._warned_no_rate:
             self._warned_no_rate = True
@@ -1333,14 +844,7 @@ class KiwiClientProtocol:
         self.counters.samples += samples.shape[0]
         if self._state is State.AUTHENTICATING or self._state is State.CONNECTING:
             self._set_state(State.STREAMING)
-        self._emit(AudioFrame(seq, flags, smeter_dbm(raw_smeter), samples, iq, gps, lost_before))
-
-    @staticmethod
-    def _pcm_to_float(payload: memoryview, flags: int) -> NDArray[np.float32]:
-        dtype = "<i2" if flags & SndFlag.LITTLE_ENDIAN else ">i2"
-        f = np.frombuffer(payload, dtype=dtype).astype(np.float32)
-        f *= np.float32(_SCALE)
-        return f
+        self._emit(AudioFrame(seq, flags, smeter_dbm(head.smeter_raw), samples, head.iq, head.gps, lost_before))
 
     @staticmethod
     def _resolve_passband(mode: str, low_cut: float | None, high_cut: float | None, current: tuple[int, int] | None) -> tuple[int, int]:
@@ -1350,158 +854,3 @@ class KiwiClientProtocol:
         if not lo < hi:
             raise ValueError(f"low_cut ({lo}) must be < high_cut ({hi})")
         return lo, hi
-
-
-# --------------------------------------------------------------------------------------------
-# server-side helpers (sans-I/O, for the emulator and tests)
-# --------------------------------------------------------------------------------------------
-
-# Client command fields the server URL-decodes (§1.5).
-_CLIENT_ENCODED: Final[frozenset[str]] = frozenset({"p", "ipl", "ident_user"})
-
-
-def smeter_raw(dbm: float) -> int:
-    """Raw uint16 S-meter for a power in dBm, as the server computes it (§2.3).
-
-    ``truncate((clamp(dBm, -127, 3.4) + 127) * 10)``, with a 1e-9 guard so that binary
-    floating point does not turn e.g. -99.7 into 272: ``smeter_raw(smeter_dbm(r)) == r``.
-
-    Raises:
-        ValueError: ``dbm`` is NaN.
-    """
-    if math.isnan(dbm):
-        raise ValueError("dbm is NaN")
-    d = min(3.4, max(-127.0, float(dbm)))
-    return int((d + 127.0) * 10.0 + 1e-9)
-
-
-def build_msg(**kv: object) -> bytes:
-    """Build a server ``MSG`` message (§1.6): ``b"MSG key=value key2 ..."``.
-
-    Values of :data:`ENCODED_KEYS` are percent-encoded (spaces, ``:``, ``/`` ... all encoded,
-    like the firmware's ``mg_url_encode``). ``None`` gives a bare key, bools give 0/1,
-    ``sample_rate`` floats are written ``%.6f`` and ``freq_offset`` floats ``%.3f`` like the
-    firmware. Keyword order is kept; pass a ``**{"key": v}`` dict for unusual keys.
-
-    Raises:
-        ValueError: no keys, or an unencoded value containing a space or ``=``... in the key.
-    """
-    if not kv:
-        raise ValueError("build_msg needs at least one key")
-    tokens: list[str] = []
-    for key, value in kv.items():
-        if not key or " " in key or "=" in key:
-            raise ValueError(f"bad MSG key {key!r}")
-        if value is None:
-            tokens.append(key)
-            continue
-        if isinstance(value, bool):
-            text = str(int(value))
-        elif isinstance(value, float) and key == "sample_rate":
-            text = f"{value:.6f}"
-        elif isinstance(value, float) and key == "freq_offset":
-            text = f"{value:.3f}"
-        else:
-            text = str(value)
-        if key in ENCODED_KEYS:
-            text = quote(text, safe="")
-        elif " " in text:
-            raise ValueError(f"value of {key!r} contains a space and {key!r} is not an encoded key")
-        tokens.append(f"{key}={text}")
-    return ("MSG " + " ".join(tokens)).encode("utf-8")
-
-
-def build_snd_frame(
-    seq: int,
-    smeter_dbm: float,
-    samples: ArrayLike | bytes | bytearray | memoryview,
-    flags: int = 0,
-    gps: GpsStamp | None = None,
-    *,
-    encoder: AdpcmEncoder | None = None,
-) -> bytes:
-    """Build one server ``SND`` message (§2).
-
-    Args:
-        seq: Sequence number, 0..2**32-1.
-        smeter_dbm: S-meter power in dBm (converted with :func:`smeter_raw`).
-        samples: Either the raw payload bytes (used verbatim), or int16 samples encoded as
-            the flags say: ADPCM if COMPRESSED (mono only, even count), else int16 big-endian
-            (little-endian with LITTLE_ENDIAN). For MODE_IQ give interleaved I, Q (shape
-            (2n,) or (n, 2)).
-        flags: The flags byte (:class:`SndFlag` bits).
-        gps: GNSS stamp for IQ frames (default all zero, like the first frame); only with
-            MODE_IQ.
-        encoder: ADPCM encoder whose state carries across frames (§3.2); a fresh one (state
-            0, 0) if None.
-
-    Returns:
-        The whole message: 10-byte header (20 for IQ) + payload.
-
-    Raises:
-        ValueError: out-of-range seq/flags/gps, compressed IQ, GPS without IQ, odd ADPCM
-            input, samples outside int16.
-        TypeError: non-integer samples.
-    """
-    if not 0 <= seq < _U32:
-        raise ValueError(f"seq must be a uint32, got {seq}")
-    if not 0 <= flags <= 0xFF:
-        raise ValueError(f"flags must fit a byte, got {flags}")
-    iq = bool(flags & SndFlag.MODE_IQ)
-    if iq and flags & SndFlag.COMPRESSED:
-        raise ValueError("IQ frames are never compressed (§2.2)")
-    header = b"SND" + struct.pack("<BI", flags, seq) + struct.pack(">H", smeter_raw(smeter_dbm))
-    if iq:
-        g = gps if gps is not None else GpsStamp(0, 0, 0)
-        if not (0 <= g.last_gps_solution <= 255 and 0 <= g.gpssec < _U32 and 0 <= g.gpsnsec < _U32):
-            raise ValueError(f"GPS stamp fields out of range: {g}")
-        header += struct.pack("<BBII", g.last_gps_solution, 0, g.gpssec, g.gpsnsec)
-    elif gps is not None:
-        raise ValueError("a GPS stamp needs the MODE_IQ flag")
-
-    if isinstance(samples, bytes | bytearray | memoryview):
-        return header + bytes(samples)
-    x = np.asarray(samples)
-    if flags & SndFlag.COMPRESSED:
-        return header + (encoder if encoder is not None else AdpcmEncoder()).encode(x.reshape(-1))
-    if x.size and x.dtype.kind not in "iu":
-        raise TypeError(f"samples must be integers (int16), got {x.dtype}")
-    if x.size and (int(x.min()) < -32768 or int(x.max()) > 32767):
-        raise ValueError("samples outside the int16 range")
-    dtype = "<i2" if flags & SndFlag.LITTLE_ENDIAN else ">i2"
-    return header + np.ascontiguousarray(x, dtype=dtype).reshape(-1).tobytes()
-
-
-def parse_client_command(text: str) -> tuple[str, dict[str, str]]:
-    """Parse one client command as the server sees it (§1.5).
-
-    One trailing newline is stripped (as the firmware does). The name is the first token's key
-    (``"SET mod=lsb ..."`` -> ``"mod"``, and the dict keeps ``mod=lsb``), or the bare first
-    token (``"SET keepalive"`` -> ``"keepalive"``), or ``"AR OK"``. Values stay strings;
-    ``p``, ``ipl`` and ``ident_user`` are percent-decoded; a bare later token maps to ``""``.
-
-    Examples:
-        ``"SET AR OK in=12000 out=44100"`` -> ``("AR OK", {"in": "12000", "out": "44100"})``;
-        ``"SET auth t=kiwi p="`` -> ``("auth", {"t": "kiwi", "p": ""})``.
-
-    Raises:
-        ValueError: not a ``SET`` command, or an empty one.
-    """
-    text = text.removesuffix("\n")
-    if not text.startswith("SET "):
-        raise ValueError(f"not a SET command: {text[:80]!r}")
-    body = text[4:]
-    tokens = [t for t in body.split(" ") if t]
-    if not tokens:
-        raise ValueError("empty SET command")
-    params: dict[str, str] = {}
-    if tokens[:2] == ["AR", "OK"]:
-        name, rest = "AR OK", tokens[2:]
-    else:
-        first = tokens[0]
-        name = first.partition("=")[0]
-        rest = tokens if "=" in first else tokens[1:]
-    for token in rest:
-        key, _, value = token.partition("=")
-        params[key] = unquote(value) if key in _CLIENT_ENCODED else value
-    return name, params
