@@ -1,22 +1,62 @@
-"""Helpers shared by the benchmarks (``sad_dnn_speed.py``, ``sed_stream.py``, ``rnnt_loss.py``, ``rnnt_step.py``, and the result
-files of ``sed_table1.py``, ``sed_post_tune.py``, ``rnnt_lid_offline.py``)."""
+"""What the scripts in ``benchmarks/`` share: the machine record, result files, timing and block statistics.
+
+The scripts whose analysis the test suite checks keep it in this package (``streamkit.eval.bench.<script>``);
+``benchmarks/<script>.py`` runs their ``main``. Result files go to ``benchmarks/results/`` of the source checkout
+(:data:`RESULTS`), with the command, the machine (:func:`machine_info`) and the time of measurement.
+"""
 
 from __future__ import annotations
 
 import gc
 import json
+import os
+import platform
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from streamkit.core.block import ErrorPolicy
-from streamkit.core.graph import Graph
-from streamkit.core.runtime import Runner
+import streamkit
 from streamkit.io.outputs import write_text
+
+if TYPE_CHECKING:
+    from streamkit.core.graph import Graph
+
+__all__ = ["REPO", "RESULTS", "best_of", "machine_info", "read_fixed", "run_block_stats", "write_result"]
+
+#: the source checkout (benchmarks are run from one, with streamkit installed editable)
+REPO = Path(__file__).resolve().parents[3]
+#: where the benchmarks write their results by default
+RESULTS = REPO / "benchmarks" / "results"
+
+
+def machine_info() -> dict[str, Any]:
+    """Machine and versions, recorded next to every benchmark figure and training card."""
+    info: dict[str, Any] = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "numpy": np.__version__,
+        "streamkit": streamkit.__version__,
+    }
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    for mod in ("scipy", "numba", "soxr", "torch"):
+        try:
+            info[mod] = __import__(mod).__version__
+        except Exception:
+            pass
+    return info
 
 
 def read_fixed(path: str, rate: int, n: int) -> np.ndarray:
@@ -32,6 +72,9 @@ def read_fixed(path: str, rate: int, n: int) -> np.ndarray:
 
 def run_block_stats(g: Graph, chunk: int, name: str) -> dict[str, Any]:
     """Run ``g`` once in FreeRun with the garbage collector off; the runtime statistics of block ``name``."""
+    from streamkit.core.block import ErrorPolicy
+    from streamkit.core.runtime import Runner
+
     gc.collect()
     gc.disable()
     try:
