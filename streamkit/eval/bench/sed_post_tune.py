@@ -95,7 +95,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     by: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:  # a model trained on the real clips' true labels (--oracle-labels) is a ceiling, never a seed of its method
+    for r in rows:  # a model trained on the real clips' true labels (the trainer's former --oracle-labels) is a ceiling, never a seed of its method
         by.setdefault(r["method"] + (" [oracle labels]" if r.get("oracle_labels") else ""), []).append(r)
     out: dict[str, Any] = {"means": {}}
     for m, rs in by.items():

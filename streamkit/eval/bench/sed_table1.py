@@ -256,7 +256,7 @@ def compute_steps(row: dict[str, Any], by_digest: dict[str, dict[str, Any]], _se
 
 
 def _oracle(row: dict[str, Any]) -> bool:
-    """Trained with ``--oracle-labels`` (the generator's truth of the real clips: an analysis ceiling, not a method)."""
+    """Trained with the trainer's former ``--oracle-labels`` (the generator's truth of the real clips: an analysis ceiling, not a method)."""
     return bool(row["training"].get("oracle_labels"))
 
 
