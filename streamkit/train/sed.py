@@ -222,7 +222,9 @@ class _Run:
 
     def val_scores(self, m: SedModel) -> dict[str, Any]:
         d, o = self.data, self.opts
-        return score_probs(predict_frames(m, d.V), d.v_files, d.v_ref, self.cfg, median_s=o.median_s, threshold=o.threshold, clip_s=self.corpus.clip_s)
+        return score_probs(
+            predict_frames(m, d.V), d.v_files, d.v_ref, self.cfg, median_s=o.median_s, threshold=o.threshold, clip_s=self.corpus.clip_s
+        )
 
     def validate(self, epoch: int) -> None:
         """Score the weights (and their average) on validation; keep the best eligible state (tri-training: final stage only)."""

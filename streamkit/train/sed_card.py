@@ -42,7 +42,9 @@ def finalize(ckpt: Path, out: Path, corpus: SedCorpus, *, opts: TrainOptions, qu
         _write_model(ck, weights_path(out), corpus, opts=opts, quiet=quiet, load_s=load_s,
                      state=wb["state"], selected=(None, wb["epoch"], wb["f1"]))  # fmt: skip
     best = st["best_state"] if st.get("best_state") is not None else ck["model"]
-    return _write_model(ck, out, corpus, opts=opts, quiet=quiet, load_s=load_s, state=best, selected=(opts.ema, st.get("best_epoch"), st.get("best_f1")))
+    return _write_model(
+        ck, out, corpus, opts=opts, quiet=quiet, load_s=load_s, state=best, selected=(opts.ema, st.get("best_epoch"), st.get("best_f1"))
+    )
 
 
 def _write_model(ck: dict[str, Any], out: Path, corpus: SedCorpus, *, opts: TrainOptions, quiet: bool, load_s: float,
@@ -59,7 +61,11 @@ def _write_model(ck: dict[str, Any], out: Path, corpus: SedCorpus, *, opts: Trai
     t0 = time.monotonic()
     n_s = ck["fingerprint"]["n_s"]
     metrics: dict[str, Any] = {}
-    for name, sub, sl in (("validation", "validation", slice(None)), ("eval", "eval", slice(None)), ("synthetic_holdout", "synthetic", slice(n_s, None))):
+    for name, sub, sl in (
+        ("validation", "validation", slice(None)),
+        ("eval", "eval", slice(None)),
+        ("synthetic_holdout", "synthetic", slice(n_s, None)),
+    ):
         if not corpus.files.get(sub):
             continue
         files = corpus.files[sub][sl]
@@ -85,8 +91,12 @@ def _write_model(ck: dict[str, Any], out: Path, corpus: SedCorpus, *, opts: Trai
         "parameters": n_params(model),
         "parameters_ft_path": n_params(model.F) + n_params(model.ft),
         "inference": "Ft frame probabilities; median filter per class, threshold, events (streamkit.models.sed_post)",
-        "post_processing": {"median_s": opts.median_s, "median_frames": median_frames(opts.median_s, cfg.frame_seconds),
-                            "threshold": opts.threshold, "frame_s": cfg.frame_seconds},  # fmt: skip
+        "post_processing": {
+            "median_s": opts.median_s,
+            "median_frames": median_frames(opts.median_s, cfg.frame_seconds),
+            "threshold": opts.threshold,
+            "frame_s": cfg.frame_seconds,
+        },  # fmt: skip
         "metrics": metrics,
         "metrics_note": "event-based (200 ms onset collar, offset max(200 ms, 20 %)) and segment-based (1 s) macro F1 in % via sed_eval; "
         "PSDS scenario 1 via sed_scores_eval on the median-free frame probabilities; validation: model selection set; eval: real "
@@ -117,15 +127,26 @@ def _write_model(ck: dict[str, Any], out: Path, corpus: SedCorpus, *, opts: Trai
             "teacher": teacher,
             "pseudo_history": st.get("pseudo_history"),
             "pseudo_from": opts.pseudo_from if tri else None,
-            "augment": ({**opts.augment.to_dict(), "what": "every training clip (S, W, U) from step 0: mel-bin shift, "
-                         "FilterAugment (linear), level; pseudo-labels are made on clean clips"}
-                        if opts.augment is not None else None),
+            "augment": (
+                {
+                    **opts.augment.to_dict(),
+                    "what": "every training clip (S, W, U) from step 0: mel-bin shift, "
+                    "FilterAugment (linear), level; pseudo-labels are made on clean clips",
+                }
+                if opts.augment is not None
+                else None
+            ),
             "ema": sel_ema,
             "ema_decay": opts.ema,
-            "selection": ("best validation event-based macro F1 at epoch ends" + (" of the final (pseudo-label) stage" if tri else "")
-                          + (f" of the weights' moving average (decay {sel_ema:g}, warm-up min(decay, (1 + step) / (10 + step)))"
-                             if sel_ema is not None else (" of the weights (the run also kept their moving average, "
-                                                          f"decay {opts.ema:g})" if opts.ema is not None else ""))),  # fmt: skip
+            "selection": (
+                "best validation event-based macro F1 at epoch ends"
+                + (" of the final (pseudo-label) stage" if tri else "")
+                + (
+                    f" of the weights' moving average (decay {sel_ema:g}, warm-up min(decay, (1 + step) / (10 + step)))"
+                    if sel_ema is not None
+                    else (f" of the weights (the run also kept their moving average, decay {opts.ema:g})" if opts.ema is not None else "")
+                )
+            ),  # fmt: skip
             "best_epoch": best_epoch,
             "best_val_event_f1": best_f1,
             "wall_time_s": round(st["elapsed_s"], 1),

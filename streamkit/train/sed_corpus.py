@@ -122,7 +122,12 @@ class SedCorpus:
             try:
                 meta = json.loads(side.read_text(encoding="utf-8"))
                 arr = np.load(npy, mmap_mode="r")
-                if meta.get("format") == CACHE_FORMAT and meta.get("files") == files and meta.get("sizes") == sizes and arr.shape == (len(files), t_in, cfg.n_mels):
+                if (
+                    meta.get("format") == CACHE_FORMAT
+                    and meta.get("files") == files
+                    and meta.get("sizes") == sizes
+                    and arr.shape == (len(files), t_in, cfg.n_mels)
+                ):
                     return np.asarray(arr)
             except (OSError, ValueError):
                 pass  # rebuilt below

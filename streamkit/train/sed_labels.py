@@ -23,7 +23,11 @@ __all__ = ["load_teacher", "make_labels", "positive_frames", "pseudo_label_all",
 
 
 def pseudo_label_all(
-    model: SedModel, feats: np.ndarray, tags: np.ndarray | None, batch: int = 32, rule: dict[str, float] | None = None,
+    model: SedModel,
+    feats: np.ndarray,
+    tags: np.ndarray | None,
+    batch: int = 32,
+    rule: dict[str, float] | None = None,
     heads: tuple[str, str] = ("f1", "f2"),
 ) -> tuple[np.ndarray, np.ndarray]:
     """int8 frame (N, T', K) and clip (N, K) pseudo-labels of the labelers ``heads``: 1, 0 or -1 (no label)."""
@@ -36,7 +40,6 @@ def pseudo_label_all(
         frames.append(torch.where(pl["frame_mask"] > 0, pl["frame"], torch.full_like(pl["frame"], -1)).to(torch.int8).numpy())
         clips.append(torch.where(pl["clip_mask"] > 0, pl["clip"], torch.full_like(pl["clip"], -1)).to(torch.int8).numpy())
     return np.concatenate(frames), np.concatenate(clips)
-
 
 
 def load_teacher(path: str | Path, cfg: SedConfig) -> tuple[SedModel, dict[str, Any]]:
@@ -65,7 +68,6 @@ def teacher_label_all(
     return pseudo_label_all(model, feats, tags, batch, rule, heads=("ft", "ft"))
 
 
-
 def positive_frames(frame: np.ndarray, clip: np.ndarray) -> np.ndarray:
     """``--pseudo-level positive``: int8 frame labels (N, T', K) from frame and clip labels (1, 0 or -1 for none).
 
@@ -77,7 +79,6 @@ def positive_frames(frame: np.ndarray, clip: np.ndarray) -> np.ndarray:
     held, lacks = (clip == 1)[:, None, :], (clip == 0)[:, None, :]
     out = np.where(held & (frame == 1), 1, np.where(lacks, 0, -1))
     return np.broadcast_to(out, frame.shape).astype(np.int8)
-
 
 
 def make_labels(

@@ -153,64 +153,112 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--batch-size", type=int, default=d.batch, help=f"clips per subset (S, W, U) per step (default {d.batch})")
     parser.add_argument("--lr", type=float, default=d.lr, help=f"Adam learning rate (default {d.lr:g})")
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoint (same options)")
-    parser.add_argument("--extend", action="store_true",
-                        help="continue a run's checkpoint, finished or not, to a larger --epochs (same other options): the result "
-                        "equals a run started with that many epochs. Adversarial methods only with --grl-schedule const; "
-                        "tri-training only from a checkpoint still in its labeler stage (e.g. its .labelers.ckpt copy), "
-                        "to more --epochs and any --tri-epochs")
+    parser.add_argument(
+        "--extend",
+        action="store_true",
+        help="continue a run's checkpoint, finished or not, to a larger --epochs (same other options): the result "
+        "equals a run started with that many epochs. Adversarial methods only with --grl-schedule const; "
+        "tri-training only from a checkpoint still in its labeler stage (e.g. its .labelers.ckpt copy), "
+        "to more --epochs and any --tri-epochs",
+    )
     parser.add_argument("--ckpt", default=None, metavar="PATH", help="checkpoint path (default <out stem>.ckpt beside --out)")
     parser.add_argument("--ckpt-minutes", type=float, default=d.ckpt_minutes, help=f"checkpoint interval (default {d.ckpt_minutes:g} min)")
     parser.add_argument("--cache", default=None, metavar="DIR", help="log-mel cache directory (default <corpus>/features)")
     parser.add_argument("--max-steps", type=int, default=None, help="stop after this step with a checkpoint (no weights); --resume goes on")
-    parser.add_argument("--tri-epochs", type=int, default=None,
-                        help="tri-training: epochs of the final (pseudo-label) stage, run after the --epochs labeler stage "
-                        "(default: as many as --epochs, Algorithm 1's two loops of `iter`)")
-    parser.add_argument("--pseudo-threshold", type=float, default=d.pseudo_threshold,
-                        help=f"tri-training: a frame/clip is a pseudo-positive where F1 and F2 are both above this (default {d.pseudo_threshold:g}, the paper)")
-    parser.add_argument("--pseudo-negative", type=float, default=None,
-                        help="tri-training: a pseudo-negative where both are below this (default 1 - --pseudo-threshold, the paper); lower "
-                        "leaves unsure frames unlabelled. Not part of the checkpoint fingerprint until the labels are made, so final "
-                        "stages with other thresholds can branch from one labeler-stage checkpoint (--max-steps at the switch)")
-    parser.add_argument("--relabel-every", type=int, default=d.relabel_every, metavar="N",
-                        help="tri-training: remake the pseudo-labels every N epochs of the final stage, the labelers F1/F2 going on "
-                        "learning from the labelled data (S, W tags; eq. 8) while Ft learns from the pseudo-labels too, as in asymmetric "
-                        "tri-training (default 0: once at the switch, the paper's Algorithm 1). Like the thresholds, not part of the "
-                        "checkpoint fingerprint until the labels are made")
-    parser.add_argument("--teacher", default=None, metavar="MODEL.pt",
-                        help="self-training from a trained model (not in the paper; a second round of tri-training when the teacher "
-                        "is an adv-*+tri model): its final classifier Ft labels the weak and unlabelled clips once, by "
-                        "--pseudo-threshold / --pseudo-negative and --pseudo-level, and this run (a method without tri-training) "
-                        "learns from those labels from the first step. The teacher's digest enters the checkpoint and the card")
-    parser.add_argument("--detach-labelers", action="store_true",
-                        help="tri-training (not in the paper): F1 and F2 learn on F's output through a stop-gradient, so their "
-                        "losses and eq. 8 do not shape F, which learns from Ft (and D) only")
-    parser.add_argument("--ema", type=float, default=None, metavar="DECAY",
-                        help="keep an exponential moving average of the weights (Polyak; e.g. 0.999) and select and ship it instead "
-                        "of the weights; training itself is unchanged (same steps, same random numbers; pseudo-labels come from "
-                        "the weights, unless --pseudo-from ema). Validation logs both; the weights' own best is written beside "
-                        "as <out stem>.weights.pt with its card")
-    parser.add_argument("--pseudo-from", choices=PSEUDO_FROM, default=d.pseudo_from,
-                        help="tri-training: the pseudo-labels come from F1/F2 of the 'weights' (default, the paper) or of their "
-                        "moving average 'ema' (not in the paper; mean-teacher style, needs --ema). Like the thresholds, not part "
-                        "of the checkpoint fingerprint until the labels are made")
-    parser.add_argument("--pseudo-level", choices=PSEUDO_LEVELS, default=d.pseudo_level,
-                        help="tri-training: 'frame' (default, the paper's rule on frames and clips) or 'clip' (not in the paper: "
-                        "only clip-level pseudo-labels of U, W keeps its tags; no frame pseudo-labels) or 'positive' (not in the paper: "
-                        "frame positives only inside the classes a clip holds, every frame of a class it lacks negative, no other "
-                        "frame negatives). Like the thresholds, "
-                        "not part of the checkpoint fingerprint until the labels are made")
-    parser.add_argument("--augment", action="store_true",
-                        help="perturb every training clip's log-mel from the first step (not in the paper): a mel-bin shift in "
-                        "[-S, S] (--aug-shift), FilterAugment band gains in [-D, D] dB (--aug-filter-db) and a level change in "
-                        "[-G, G] dB (--aug-gain-db), drawn per clip and step from the seed; pseudo-labels are made on clean clips")
+    parser.add_argument(
+        "--tri-epochs",
+        type=int,
+        default=None,
+        help="tri-training: epochs of the final (pseudo-label) stage, run after the --epochs labeler stage "
+        "(default: as many as --epochs, Algorithm 1's two loops of `iter`)",
+    )
+    parser.add_argument(
+        "--pseudo-threshold",
+        type=float,
+        default=d.pseudo_threshold,
+        help=f"tri-training: a frame/clip is a pseudo-positive where F1 and F2 are both above this (default {d.pseudo_threshold:g}, the paper)",
+    )
+    parser.add_argument(
+        "--pseudo-negative",
+        type=float,
+        default=None,
+        help="tri-training: a pseudo-negative where both are below this (default 1 - --pseudo-threshold, the paper); lower "
+        "leaves unsure frames unlabelled. Not part of the checkpoint fingerprint until the labels are made, so final "
+        "stages with other thresholds can branch from one labeler-stage checkpoint (--max-steps at the switch)",
+    )
+    parser.add_argument(
+        "--relabel-every",
+        type=int,
+        default=d.relabel_every,
+        metavar="N",
+        help="tri-training: remake the pseudo-labels every N epochs of the final stage, the labelers F1/F2 going on "
+        "learning from the labelled data (S, W tags; eq. 8) while Ft learns from the pseudo-labels too, as in asymmetric "
+        "tri-training (default 0: once at the switch, the paper's Algorithm 1). Like the thresholds, not part of the "
+        "checkpoint fingerprint until the labels are made",
+    )
+    parser.add_argument(
+        "--teacher",
+        default=None,
+        metavar="MODEL.pt",
+        help="self-training from a trained model (not in the paper; a second round of tri-training when the teacher "
+        "is an adv-*+tri model): its final classifier Ft labels the weak and unlabelled clips once, by "
+        "--pseudo-threshold / --pseudo-negative and --pseudo-level, and this run (a method without tri-training) "
+        "learns from those labels from the first step. The teacher's digest enters the checkpoint and the card",
+    )
+    parser.add_argument(
+        "--detach-labelers",
+        action="store_true",
+        help="tri-training (not in the paper): F1 and F2 learn on F's output through a stop-gradient, so their "
+        "losses and eq. 8 do not shape F, which learns from Ft (and D) only",
+    )
+    parser.add_argument(
+        "--ema",
+        type=float,
+        default=None,
+        metavar="DECAY",
+        help="keep an exponential moving average of the weights (Polyak; e.g. 0.999) and select and ship it instead "
+        "of the weights; training itself is unchanged (same steps, same random numbers; pseudo-labels come from "
+        "the weights, unless --pseudo-from ema). Validation logs both; the weights' own best is written beside "
+        "as <out stem>.weights.pt with its card",
+    )
+    parser.add_argument(
+        "--pseudo-from",
+        choices=PSEUDO_FROM,
+        default=d.pseudo_from,
+        help="tri-training: the pseudo-labels come from F1/F2 of the 'weights' (default, the paper) or of their "
+        "moving average 'ema' (not in the paper; mean-teacher style, needs --ema). Like the thresholds, not part "
+        "of the checkpoint fingerprint until the labels are made",
+    )
+    parser.add_argument(
+        "--pseudo-level",
+        choices=PSEUDO_LEVELS,
+        default=d.pseudo_level,
+        help="tri-training: 'frame' (default, the paper's rule on frames and clips) or 'clip' (not in the paper: "
+        "only clip-level pseudo-labels of U, W keeps its tags; no frame pseudo-labels) or 'positive' (not in the paper: "
+        "frame positives only inside the classes a clip holds, every frame of a class it lacks negative, no other "
+        "frame negatives). Like the thresholds, "
+        "not part of the checkpoint fingerprint until the labels are made",
+    )
+    parser.add_argument(
+        "--augment",
+        action="store_true",
+        help="perturb every training clip's log-mel from the first step (not in the paper): a mel-bin shift in "
+        "[-S, S] (--aug-shift), FilterAugment band gains in [-D, D] dB (--aug-filter-db) and a level change in "
+        "[-G, G] dB (--aug-gain-db), drawn per clip and step from the seed; pseudo-labels are made on clean clips",
+    )
     am = MelAugment()
     parser.add_argument("--aug-shift", type=int, default=am.shift, metavar="S", help=f"largest mel-bin shift (default {am.shift})")
-    parser.add_argument("--aug-filter-db", type=float, default=am.filter_db, metavar="D",
-                        help=f"largest FilterAugment band gain, dB (default {am.filter_db:g})")
+    parser.add_argument(
+        "--aug-filter-db", type=float, default=am.filter_db, metavar="D", help=f"largest FilterAugment band gain, dB (default {am.filter_db:g})"
+    )
     parser.add_argument("--aug-gain-db", type=float, default=am.gain_db, metavar="G", help=f"largest level change, dB (default {am.gain_db:g})")
     parser.add_argument("--grl-schedule", choices=("ganin", "const"), default=d.grl_schedule, help="GRL factor schedule (default ganin)")
-    parser.add_argument("--synthetic-holdout", type=int, default=d.synthetic_holdout,
-                        help=f"last synthetic clips kept out of training as the synthetic-domain test set (default {d.synthetic_holdout})")
+    parser.add_argument(
+        "--synthetic-holdout",
+        type=int,
+        default=d.synthetic_holdout,
+        help=f"last synthetic clips kept out of training as the synthetic-domain test set (default {d.synthetic_holdout})",
+    )
     parser.add_argument("--median-s", type=float, default=d.median_s, help=f"median filter length in seconds (default {d.median_s:g})")
     parser.add_argument("--threshold", type=float, default=d.threshold, help=f"event threshold (default {d.threshold:g})")
     parser.add_argument("--no-psds", action="store_true", help="skip PSDS in the model card")

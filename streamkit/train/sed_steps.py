@@ -186,8 +186,15 @@ def _made(st: dict[str, Any], key: str, default: Any) -> Any:
 
 
 def restore(
-    ckpt_p: Path, opts: TrainOptions, fp: dict[str, Any], *, steps_per_epoch: int, rule: dict[str, float] | None, source: str,
-    model: SedModel, optim: torch.optim.Optimizer,
+    ckpt_p: Path,
+    opts: TrainOptions,
+    fp: dict[str, Any],
+    *,
+    steps_per_epoch: int,
+    rule: dict[str, float] | None,
+    source: str,
+    model: SedModel,
+    optim: torch.optim.Optimizer,
 ) -> dict[str, Any]:
     """Load a checkpoint of this run (``--resume``) or of the same run with fewer epochs (``--extend``) into ``model``
     and ``optim`` and restore torch's RNG; returns the training state. ``ValueError`` for a checkpoint of another run,
