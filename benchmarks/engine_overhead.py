@@ -27,13 +27,11 @@ from pathlib import Path
 import numpy as np
 from scipy.signal import butter, sosfilt
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from streamkit.cli import machine_info  # noqa: E402
 from streamkit.core.block import SyncBlock  # noqa: E402
 from streamkit.core.clock import FreeRun  # noqa: E402
 from streamkit.core.graph import Graph  # noqa: E402
 from streamkit.core.runtime import Runner  # noqa: E402
+from streamkit.eval.bench import machine_info
 from streamkit.io.collect import VectorSource  # noqa: E402
 from streamkit.io.outputs import write_text  # noqa: E402
 

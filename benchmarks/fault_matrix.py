@@ -49,12 +49,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from _bench import write_result  # noqa: E402
-
-from streamkit.cli import machine_info  # noqa: E402
 from streamkit.eval.accounting import ServerStream, account, client_report, read_jsonl  # noqa: E402
+from streamkit.eval.bench import machine_info, write_result
 from streamkit.io.kiwi_emulator import EmulatorConfig, EmulatorThread, parse_fault_spec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -32,9 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _bench import write_result  # benchmarks/_bench.py: the script's directory is on sys.path
 
-from streamkit.cli import machine_info
+from streamkit.eval.bench import machine_info, write_result
 from streamkit.protocols.adpcm import warmup
 from streamkit.protocols.kiwi_client import KiwiClientProtocol
 from streamkit.protocols.kiwi_events import AudioFrame, GapReason, ProtocolViolation, SequenceGap, State, Terminal

@@ -26,11 +26,7 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from _bench import write_result  # noqa: E402
-
-from streamkit.cli import machine_info  # noqa: E402
+from streamkit.eval.bench import machine_info, write_result
 from streamkit.io.kiwi_emulator import EmulatorConfig, KiwiEmulator  # noqa: E402
 from streamkit.protocols.kiwi_client import KiwiClientProtocol  # noqa: E402
 from streamkit.protocols.kiwi_events import AudioFrame  # noqa: E402

@@ -72,14 +72,13 @@ from typing import Any
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-from streamkit.cli import machine_info  # noqa: E402
 from streamkit.core.clock import RealTime  # noqa: E402
 from streamkit.core.graph import Graph  # noqa: E402
 from streamkit.core.ring import SampleRing  # noqa: E402
 from streamkit.core.runtime import MultiRunner, Runner  # noqa: E402
 from streamkit.dsp.resample import Resample, soxr_lag_items  # noqa: E402
+from streamkit.eval.bench import machine_info  # noqa: E402
 from streamkit.io.kiwi_emulator import EmulatorConfig  # noqa: E402
 from streamkit.io.kiwi_source import KiwiLoop, KiwiSource  # noqa: E402
 from streamkit.io.outputs import write_text  # noqa: E402

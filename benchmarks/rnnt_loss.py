@@ -30,11 +30,7 @@ from typing import Any
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from _bench import best_of  # noqa: E402  (benchmarks/_bench.py: the script directory is on sys.path)
-
-from streamkit.cli import machine_info  # noqa: E402
+from streamkit.eval.bench import best_of, machine_info
 from streamkit.io.outputs import write_text  # noqa: E402
 from streamkit.models.rnnt_loss import rnnt_loss  # noqa: E402
 

@@ -22,20 +22,15 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import torch  # noqa: E402
-from _bench import read_fixed, run_block_stats  # noqa: E402  (benchmarks/_bench.py: the script directory is on sys.path)
 
-from streamkit.cli import machine_info  # noqa: E402
 from streamkit.core.graph import Graph  # noqa: E402
+from streamkit.eval.bench import machine_info, read_fixed, run_block_stats
 from streamkit.io.collect import CollectSink, VectorSource  # noqa: E402
 from streamkit.io.outputs import write_text  # noqa: E402
 from streamkit.models.sad_dnn import BACKENDS, DEFAULT_WEIGHTS, SadDnnStream, dnn_raw_scores, load_weights, n_params  # noqa: E402

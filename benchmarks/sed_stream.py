@@ -28,21 +28,16 @@ import argparse
 import gc
 import json
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import torch  # noqa: E402
-from _bench import read_fixed, run_block_stats  # noqa: E402  (benchmarks/_bench.py: the script directory is on sys.path)
 
-from streamkit.cli import machine_info  # noqa: E402
 from streamkit.core.graph import Graph  # noqa: E402
+from streamkit.eval.bench import machine_info, read_fixed, run_block_stats
 from streamkit.io.collect import VectorSource  # noqa: E402
 from streamkit.io.outputs import write_text  # noqa: E402
 from streamkit.models.sed_crnn import SedConfig, SedModel, load_model, log_mel, n_params, save_model  # noqa: E402

@@ -35,15 +35,13 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from streamkit import native  # noqa: E402
-from streamkit.cli import machine_info  # noqa: E402
 from streamkit.core.clock import FreeRun  # noqa: E402
 from streamkit.core.graph import Graph  # noqa: E402
 from streamkit.core.registry import lookup  # noqa: E402
 from streamkit.core.runtime import Runner  # noqa: E402
 from streamkit.dsp.stat_sad import DECISION_DEFAULTS, stat_sad_scores  # noqa: E402
+from streamkit.eval.bench import machine_info
 from streamkit.io.outputs import write_text  # noqa: E402
 
 RATE = 8000

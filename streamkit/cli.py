@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -37,6 +35,7 @@ from streamkit.core.clock import FreeRun, RealTime, parse_mode
 from streamkit.core.errors import BlockError, GraphFatal, StreamkitError
 from streamkit.core.graph import Graph
 from streamkit.core.runtime import Runner
+from streamkit.eval.bench import machine_info  # (streamkit.cli.machine_info: the same function)
 
 EXIT_USAGE = 2
 EXIT_RUNTIME = 1
@@ -93,34 +92,6 @@ def _exit_status(out: Any, stats: list[dict[str, Any]]) -> int:
 def _run_graph(g: Graph, mode: Any, duration: float | None, chunk_ms: float, threads: int = 1) -> dict[str, Any]:
     r = Runner(g, mode, duration=duration, chunk_s=chunk_ms / 1000.0, threads=threads)
     return r.run()
-
-
-def machine_info() -> dict[str, Any]:
-    """Machine and versions, recorded next to every benchmark figure."""
-    import numpy
-
-    info: dict[str, Any] = {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "numpy": numpy.__version__,
-        "streamkit": streamkit.__version__,
-    }
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    info["cpu"] = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    for mod in ("scipy", "numba", "soxr", "torch"):
-        try:
-            info[mod] = __import__(mod).__version__
-        except Exception:
-            pass
-    return info
 
 
 # --------------------------------------------------------------------------- commands

@@ -30,12 +30,12 @@ evaluate_offset=False)`` onsets only; :func:`localisation_errors` (our own, not 
 pairs each reference event with its best-overlapping estimate and counts missed, split, merged
 and false-alarm events and the onset / offset differences. Between the DCASE event score and
 tagging they show whether a system fails at *what* sounds or at *where* it starts and ends
-(``benchmarks/sed_gap_anatomy.py``).
+(docs/experiments.md, SED findings).
 
 For intervals, :func:`event_counts` gives the event-based counts per file and class (sed_eval's
 matching is within a file, so they add up exactly to :func:`event_based`'s), and
 :func:`bootstrap_macro_f1_gain` resamples the files to put a paired interval on the macro-F1 gain
-of one system over another (``benchmarks/sed_gain_ci.py``).
+of one system over another (docs/experiments.md, SED findings).
 
 Each scorer gives a :class:`SedScores` (tagging without ER): macro F1 / precision / recall (mean over classes of the
 per-class values, sed_eval's "class-wise average"), micro F1 (counts pooled over classes),

@@ -106,6 +106,9 @@ FORMAT = "streamkit-sed-crnn/1"
 HEADS = ("f1", "f2", "ft")
 DOMAIN_MODES = ("whole", "time")
 LOG_FLOOR = 1e-10
+#: config fields of removed training experiments (docs/experiments.md) with their "off" values: a file
+#: whose field is off loads (the field is dropped), one with the experiment on is refused
+REMOVED_FIELDS: dict[str, Any] = {"labeler_hidden": None, "domain_bn": False}
 
 
 @dataclass(frozen=True)
@@ -123,22 +126,9 @@ class SedConfig:
     rnn_layers: int = 2
     bidirectional: bool = True
     dropout: float = 0.3
-    #: training only: draw the CNN's (and hidden heads') dropout masks as 15-bit lanes of 64-bit
-    #: random words (:class:`LaneDropout`) instead of one Bernoulli draw per element (the BiGRU's
-    #: inter-layer dropout stays torch's); False in every model and checkpoint from before it
-    #: (``to_dict`` leaves it out then)
-    fast_dropout: bool = False
     head_hidden: int = 0  #: 0: the labelers' first layer is the frame classifier itself
-    #: hidden layer of F1 and F2 only (None: as ``head_hidden``); see :class:`SedModel`
-    labeler_hidden: int | None = None
     domain_hidden: int = 64
     grl_scale: float = 1.0  #: alpha of paper eq. 5
-    #: domain-specific batch norm (Chang et al., CVPR 2019): every CNN block keeps a second batch norm
-    #: for the synthetic domain (``bn_syn``); in training the synthetic rows of a batch pass through it
-    #: and the real rows through ``bn``, and inference runs ``bn`` (every input of a deployed detector
-    #: is a recording; ``--pseudo-mix`` mixtures count as synthetic rows). False in every model and
-    #: checkpoint from before it (``to_dict`` leaves it out then)
-    domain_bn: bool = False
     # front end (see log_mel)
     rate: int = 16000
     n_fft: int = 2048
@@ -162,8 +152,6 @@ class SedConfig:
             raise ValueError(f"{len(self.classes)} class names for n_classes {self.n_classes}")
         if self.rnn_layers < 1 or self.rnn_hidden < 1 or self.domain_hidden < 1 or self.head_hidden < 0:
             raise ValueError("rnn_layers, rnn_hidden, domain_hidden must be >= 1 and head_hidden >= 0")
-        if self.labeler_hidden is not None and self.labeler_hidden < 0:
-            raise ValueError(f"labeler_hidden must be >= 0 (or None), got {self.labeler_hidden}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if not 0 <= self.f_min < self.f_max <= self.rate / 2:
@@ -198,16 +186,21 @@ class SedConfig:
         d = asdict(self)
         for k in ("classes", "channels", "pool_time", "pool_freq"):
             d[k] = list(d[k])
-        if d["labeler_hidden"] is None:  # left out: weight files and checkpoints from before it read the same
-            del d["labeler_hidden"]
-        if not d["fast_dropout"]:  # likewise
-            del d["fast_dropout"]
-        if not d["domain_bn"]:  # likewise
-            del d["domain_bn"]
         return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SedConfig:
+        """The config of a weight file or checkpoint; settings of removed training experiments are read as follows
+        (:data:`REMOVED_FIELDS`): ``fast_dropout`` changed only the training's dropout masks and is ignored; a file
+        trained with ``labeler_hidden`` or ``domain_bn`` holds parameters this model does not have and is refused."""
+        d = dict(d)
+        d.pop("fast_dropout", None)
+        if d.get("labeler_hidden") == d.get("head_hidden", 0):  # F1/F2 as wide as Ft: the plain model
+            d.pop("labeler_hidden")
+        for k, off in REMOVED_FIELDS.items():
+            if k in d and d.pop(k) != off:
+                raise ValueError(f"the file was trained with {k}, an experiment removed from streamkit (docs/experiments.md); "
+                                 "load it with the streamkit release that trained it")  # fmt: skip
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known
         if unknown:
@@ -313,62 +306,16 @@ def grad_reverse(x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
 # ------------------------------------------------------------------------------------------------
 
 
-class LaneDropout(nn.Module):
-    """Inverted dropout whose keep mask is drawn 4 elements per 64-bit random word.
-
-    ``nn.Dropout`` draws one Bernoulli variate per element; on one CPU thread that was the
-    largest single cost of the CNN's training step after the convolution's backward pass (14 % of
-    F's forward + backward with the ``small`` preset, more than the forward convolutions). Here
-    ``torch`` fills ``ceil(n / 4)`` int64 words from its generator (63 uniform bits each), each word
-    gives four 15-bit lanes, and an element is kept when its lane is below ``q = round((1 - p) 2^15)``:
-    keep probability ``q / 2^15`` (within ``2^-16`` of ``1 - p``), kept elements scaled by ``2^15 / q``
-    so the expectation is exact. The draws come from torch's global generator, so a seed fixes the
-    masks and a checkpoint's RNG state resumes them exactly. Identity in eval mode or at ``p = 0``.
-    """
-
-    LANE = 1 << 15
-
-    def __init__(self, p: float) -> None:
-        super().__init__()
-        if not 0.0 <= p < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {p}")
-        self.p = float(p)
-        self.q = max(1, int(round((1.0 - self.p) * self.LANE)))
-
-    def extra_repr(self) -> str:
-        return f"p={self.p}, keep={self.q}/{self.LANE}"
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.training or self.p == 0.0:
-            return x
-        n = x.numel()
-        lanes = torch.empty((n + 3) // 4, dtype=torch.int64, device=x.device).random_().view(torch.int16)[:n]
-        keep = lanes.bitwise_and(self.LANE - 1).lt(self.q).view(x.shape)
-        return x * keep.to(x.dtype).mul_(self.LANE / self.q)
-
-
-def _dropout(cfg: SedConfig, p: float) -> nn.Module:
-    return LaneDropout(p) if cfg.fast_dropout else nn.Dropout(p)
-
-
 class _ConvBlock(nn.Module):
-    def __init__(self, c_in: int, c_out: int, kernel: int, pool: tuple[int, int], dropout: nn.Module, domain_bn: bool = False) -> None:
+    def __init__(self, c_in: int, c_out: int, kernel: int, pool: tuple[int, int], dropout: float) -> None:
         super().__init__()
         self.conv = nn.Conv2d(c_in, 2 * c_out, kernel, padding=kernel // 2)
         self.bn = nn.BatchNorm2d(2 * c_out)
-        self.bn_syn = nn.BatchNorm2d(2 * c_out) if domain_bn else None
-        self.drop = dropout
+        self.drop = nn.Dropout(dropout)
         self.pool = pool
 
-    def _norm(self, h: torch.Tensor, synthetic_rows: int) -> torch.Tensor:
-        if self.bn_syn is None or synthetic_rows <= 0:
-            return self.bn(h)
-        if synthetic_rows >= h.shape[0]:
-            return self.bn_syn(h)
-        return torch.cat([self.bn_syn(h[:synthetic_rows]), self.bn(h[synthetic_rows:])])
-
-    def forward(self, x: torch.Tensor, synthetic_rows: int = 0) -> torch.Tensor:  # (B, C, T, F)
-        x = self.drop(F.glu(self._norm(self.conv(x), synthetic_rows), dim=1))
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, C, T, F)
+        x = self.drop(F.glu(self.bn(self.conv(x)), dim=1))
         if self.pool != (1, 1):
             x = F.avg_pool2d(x, self.pool)
         return x
@@ -384,7 +331,7 @@ class FeatureExtractor(nn.Module):
         self.register_buffer("feat_std", torch.ones(cfg.n_mels))
         blocks, c_in = [], 1
         for c, pt, pf in zip(cfg.channels, cfg.pool_time, cfg.pool_freq):
-            blocks.append(_ConvBlock(c_in, c, cfg.kernel, (pt, pf), _dropout(cfg, cfg.dropout), cfg.domain_bn))
+            blocks.append(_ConvBlock(c_in, c, cfg.kernel, (pt, pf), cfg.dropout))
             c_in = c
         self.cnn = nn.Sequential(*blocks)
         self.rnn = nn.GRU(
@@ -401,18 +348,15 @@ class FeatureExtractor(nn.Module):
         self.feat_mean.copy_(torch.as_tensor(mean, dtype=self.feat_mean.dtype))
         self.feat_std.copy_(torch.as_tensor(std, dtype=self.feat_std.dtype).clamp_min(1e-5))
 
-    def frontend(self, x: torch.Tensor, synthetic_rows: int = 0) -> torch.Tensor:
-        """(B, T, n_mels) log-mel -> (B, T // time_pool, cnn_dim) CNN output per output frame.
-
-        ``synthetic_rows``: the first rows of the batch are synthetic-domain clips (used with
-        ``cfg.domain_bn`` only: they pass through the synthetic batch norms)."""
+    def frontend(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, n_mels) log-mel -> (B, T // time_pool, cnn_dim) CNN output per output frame."""
         if x.dim() != 3 or x.shape[-1] != self.cfg.n_mels:
             raise ValueError(f"expected (batch, frames, {self.cfg.n_mels}) features, got {tuple(x.shape)}")
         if x.shape[1] < self.cfg.time_pool:
             raise ValueError(f"need at least {self.cfg.time_pool} frames, got {x.shape[1]}")
         h = ((x - self.feat_mean) / self.feat_std).unsqueeze(1)
         for block in self.cnn:
-            h = block(h, synthetic_rows)  # (B, C, T', F') at the end
+            h = block(h)  # (B, C, T', F') at the end
         b, c, t, f = h.shape
         return h.permute(0, 2, 1, 3).reshape(b, t, c * f)
 
@@ -420,24 +364,20 @@ class FeatureExtractor(nn.Module):
         """(B, T', cnn_dim) -> (B, T', feat_dim) GRU output."""
         return self.rnn(feats)[0]
 
-    def forward(self, x: torch.Tensor, synthetic_rows: int = 0) -> torch.Tensor:
-        return self.backend(self.frontend(x, synthetic_rows))
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.backend(self.frontend(x))
 
 
 class Labeler(nn.Module):
     """Frame-level sigmoid classifier with attention pooling to clip level (F1, F2 or Ft)."""
 
-    def __init__(self, cfg: SedConfig, hidden: int | None = None, dropout: bool = True) -> None:
-        """``hidden``: width of the hidden layer (default ``cfg.head_hidden``; 0: none), with
-        dropout ``cfg.dropout`` unless ``dropout`` is false."""
+    def __init__(self, cfg: SedConfig) -> None:
+        """A hidden layer of ``cfg.head_hidden`` units (0: none), with dropout ``cfg.dropout``."""
         super().__init__()
         d = cfg.feat_dim
-        hidden = cfg.head_hidden if hidden is None else hidden
+        hidden = cfg.head_hidden
         if hidden:
-            layers: list[nn.Module] = [nn.Linear(d, hidden), nn.ReLU()]
-            if dropout:
-                layers.append(_dropout(cfg, cfg.dropout))
-            self.hidden: nn.Module | None = nn.Sequential(*layers)
+            self.hidden: nn.Module | None = nn.Sequential(nn.Linear(d, hidden), nn.ReLU(), nn.Dropout(cfg.dropout))
             d = hidden
         else:
             self.hidden = None
@@ -486,23 +426,12 @@ class SedModel(nn.Module):
         self.F = FeatureExtractor(self.cfg)
         self.f1 = Labeler(self.cfg)
         self.f2 = Labeler(self.cfg)
-        lh = self.cfg.labeler_hidden
-        if lh is not None and lh != self.cfg.head_hidden:
-            # F1 and F2 of their own width: drawn from a side stream after the usual ones, so F, Ft
-            # and D start from the same weights as without them; no dropout, so training consumes
-            # the same random numbers too (with --detach-labelers, F and Ft then follow the run
-            # without labelers exactly up to the switch)
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(torch.initial_seed() + 7919)
-                self.f1 = Labeler(self.cfg, hidden=lh, dropout=False)
-                self.f2 = Labeler(self.cfg, hidden=lh, dropout=False)
         self.ft = Labeler(self.cfg)
         self.D = DomainClassifier(self.cfg)
 
-    def frontend(self, x: torch.Tensor, synthetic_rows: int = 0) -> torch.Tensor:
-        """(B, T, n_mels) log-mel -> (B, T', cnn_dim) CNN output (cacheable per output frame in eval mode);
-        ``synthetic_rows`` as :meth:`FeatureExtractor.frontend`."""
-        return self.F.frontend(x, synthetic_rows)
+    def frontend(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, n_mels) log-mel -> (B, T', cnn_dim) CNN output (cacheable per output frame in eval mode)."""
+        return self.F.frontend(x)
 
     def backend(
         self, feats: torch.Tensor, heads: Sequence[str] = ("ft",), domain: str | None = None, *, detach_labelers: bool = False
@@ -526,10 +455,9 @@ class SedModel(nn.Module):
         return out
 
     def forward(
-        self, x: torch.Tensor, heads: Sequence[str] = ("ft",), domain: str | None = None, *, detach_labelers: bool = False,
-        synthetic_rows: int = 0,
+        self, x: torch.Tensor, heads: Sequence[str] = ("ft",), domain: str | None = None, *, detach_labelers: bool = False
     ) -> dict[str, Any]:
-        return self.backend(self.frontend(x, synthetic_rows), heads, domain, detach_labelers=detach_labelers)
+        return self.backend(self.frontend(x), heads, domain, detach_labelers=detach_labelers)
 
     @torch.no_grad()
     def detect(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -28,7 +28,7 @@ Conventions
 * :func:`clip_gate`: the frames of a class whose clip-level probability (the CRNN's attention-pooled
   output for the same clip or window) is below ``gate`` are set to 0, so that class gives no event
   there. Most false alarms on real clips are of a class the clip does not hold at all
-  (``benchmarks/sed_gap_anatomy.py``), which the clip-level decision, trained on every weak tag,
+  (docs/experiments.md, SED findings), which the clip-level decision, trained on every weak tag,
   rules out better than the frames do. ``gate = 0`` changes nothing. Applied before the median
   filter; per class, fitted on validation clips with the other settings (``streamkit train sed-post``).
 

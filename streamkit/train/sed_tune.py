@@ -64,7 +64,7 @@ DEFAULT_THRESHOLDS: tuple[float, ...] = tuple(round(0.1 + 0.05 * i, 2) for i in 
 #: first run's grid stopped at 23 frames (1.47 s), which most classes chose, so it goes to 3 s
 DEFAULT_MEDIANS_S: tuple[float, ...] = (0.0, 0.19, 0.32, 0.45, 0.58, 0.83, 1.09, 1.47, 1.98, 2.5, 3.0)
 #: clip gate grid (0: none). On the wide corpus's 45-epoch models one gate for all classes gained
-#: validation F1 up to 0.9-0.95 and lost at 0.98 (session 36, benchmarks/sed_experiments.md)
+#: validation F1 up to 0.9-0.95 and lost at 0.98 (docs/experiments.md, SED)
 DEFAULT_GATES: tuple[float, ...] = (0.0, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95)
 
 

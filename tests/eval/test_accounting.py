@@ -4,6 +4,7 @@ quick scenario of ``benchmarks/fault_matrix.py`` end to end (a subprocess, bound
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -129,12 +130,14 @@ def test_fault_matrix_runs_one_quick_scenario(tmp_path: Path) -> None:
     emulator, every dropped frame reported lost (no reconnect: exact), exit 0, no traceback."""
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "fault_matrix.py"
     out = tmp_path / "fm.json"
+    env = {**os.environ, "PYTHONPATH": str(script.parents[1])}  # (this checkout's streamkit, as an editable install gives it)
     proc = subprocess.run(
         [sys.executable, str(script), "--only", "drop_every", "--duration", "3", "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=240,
         cwd=script.parents[1],
+        env=env,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "| scenario |" in proc.stdout and "| drop_every |" in proc.stdout

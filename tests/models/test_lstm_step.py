@@ -116,16 +116,10 @@ def test_predictor_step_equals_nn_lstm():
 
 
 def test_benchmark_per_call_rows(tmp_path):
-    """benchmarks/rnnt_step.py: one row per net and row count, the two paths agree."""
-    import importlib.util
-    from pathlib import Path
+    """streamkit.eval.bench.rnnt_step (benchmarks/rnnt_step.py): one row per net and row count, the two paths agree."""
 
+    from streamkit.eval.bench import rnnt_step as bench
     from streamkit.models.rnnt import save_model
-
-    spec = importlib.util.spec_from_file_location("rnnt_step_bench", Path(__file__).resolve().parents[2] / "benchmarks" / "rnnt_step.py")
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
     path = save_model(tmp_path / "m.pt", model())
     rows = bench.call_rows(path, calls=2, repeat=1)
     assert [(r["net"], r["rows"]) for r in rows] == [("encoder", 1)] + [("predictor", b) for b in bench.ROWS]

@@ -9,7 +9,6 @@ import torch
 from streamkit.core.errors import ModelError
 from streamkit.models.sed_crnn import (
     HEADS,
-    LaneDropout,
     SedConfig,
     SedModel,
     events_to_frames,
@@ -414,91 +413,20 @@ def test_save_load_round_trip_and_errors(tmp_path) -> None:
         load_model(wrong)
 
 
-@pytest.mark.parametrize("p", [0.3, 0.5, 0.1])
-def test_lane_dropout_keeps_the_expectation(p: float) -> None:
-    """Keep fraction q / 2^15 (within 2^-16 of 1 - p), kept elements scaled by 2^15 / q, the gradient
-    is the mask; eval mode and p = 0 are the identity; a seed fixes the mask."""
-    d = LaneDropout(p).train()
-    assert abs(d.q / 2**15 - (1 - p)) <= 2**-16
-    x = torch.ones(1_000_003, requires_grad=True)  # not a multiple of 4: the last word is cut
+def test_files_of_removed_experiments(tmp_path) -> None:
+    """Config fields of removed training experiments: a file with ``fast_dropout`` (training masks only) or with
+    the experiments off loads as the plain model; one trained with ``domain_bn`` or its own ``labeler_hidden``
+    width holds parameters the model lacks and is refused with a clear error."""
+    cfg = tiny_cfg(dropout=0.3, head_hidden=5)
     torch.manual_seed(0)
-    y = d(x)
-    kept = y > 0
-    scale = 2**15 / d.q
-    assert torch.all((y == 0) | (y == torch.tensor(scale, dtype=y.dtype)))
-    n, keep = x.numel(), d.q / 2**15
-    assert abs(kept.double().mean().item() - keep) < 5 * (keep * (1 - keep) / n) ** 0.5  # 5 sigma
-    y.sum().backward()
-    assert torch.equal(x.grad, y.detach())  # d y / d x = mask * scale, here y itself
-    torch.manual_seed(0)
-    assert torch.equal(d(torch.ones(1_000_003)), y.detach())
-    torch.manual_seed(1)  # adjacent elements (lanes of one word) are independent
-    m = (LaneDropout(0.5).train()(torch.ones(400_000)) > 0).double()
-    assert abs(torch.corrcoef(torch.stack([m[0::2], m[1::2]]))[0, 1].item()) < 0.01
-    z = torch.randn(3, 4, 5, 6)  # any shape (the CNN's are 4-D)
-    dz = LaneDropout(0.3).train()
-    zd = dz(z)
-    kept_z = zd != 0
-    assert zd.shape == z.shape and 0 < int(kept_z.sum()) < z.numel()
-    assert torch.equal(zd[kept_z], z[kept_z] * (2**15 / dz.q))
-    assert d.eval()(z) is z and LaneDropout(0.0).train()(z) is z
-    with pytest.raises(ValueError, match=r"\[0, 1\)"):
-        LaneDropout(1.0)
-
-
-def test_fast_dropout_is_part_of_the_config() -> None:
-    """SedConfig(fast_dropout=True) puts LaneDropout in the CNN blocks and hidden heads, the same initial
-    weights as without it; to_dict leaves the default out (files from before it read the same)."""
-    plain, fast = tiny_cfg(dropout=0.3, head_hidden=5), tiny_cfg(dropout=0.3, head_hidden=5, fast_dropout=True)
-    assert "fast_dropout" not in plain.to_dict() and fast.to_dict()["fast_dropout"] is True
-    assert SedConfig.from_dict(fast.to_dict()) == fast and SedConfig.from_dict(plain.to_dict()) == plain
-    torch.manual_seed(0)
-    a = SedModel(plain)
-    torch.manual_seed(0)
-    b = SedModel(fast)
-    for (ka, va), (kb, vb) in zip(a.state_dict().items(), b.state_dict().items()):
-        assert ka == kb and torch.equal(va, vb), ka
-    kinds = lambda m: sorted({type(x).__name__ for x in m.modules() if isinstance(x, (torch.nn.Dropout, LaneDropout))})  # noqa: E731
-    assert kinds(a) == ["Dropout"] and kinds(b) == ["LaneDropout"]
-    x = torch.randn(2, 20, 16)
-    a.eval()
-    b.eval()
-    assert torch.equal(a(x, heads=("ft",))["ft"]["frame"], b(x, heads=("ft",))["ft"]["frame"])  # inference: no dropout either way
-
-
-def test_domain_bn_normalises_each_domain_with_its_own_statistics() -> None:
-    """SedConfig(domain_bn=True): every CNN block gets a synthetic batch norm beside its own; in training
-    the first ``synthetic_rows`` rows update only ``bn_syn`` and the rest only ``bn``; inference runs
-    ``bn`` unless the rows are declared synthetic. Same initial weights as without it, and to_dict
-    leaves the default out (files from before it read the same)."""
-    plain, dsbn = tiny_cfg(dropout=0.0), tiny_cfg(dropout=0.0, domain_bn=True)
-    assert "domain_bn" not in plain.to_dict() and dsbn.to_dict()["domain_bn"] is True
-    assert SedConfig.from_dict(dsbn.to_dict()) == dsbn
-    torch.manual_seed(0)
-    a = SedModel(plain)
-    torch.manual_seed(0)
-    b = SedModel(dsbn)
-    sa, sb = a.state_dict(), b.state_dict()
-    assert set(sb) - set(sa) == {k for k in sb if ".bn_syn." in k} and len(set(sb) - set(sa)) == 5 * len(dsbn.channels)
-    assert all(torch.equal(sa[k], sb[k]) for k in sa)
-    x = torch.randn(5, 20, 16)
-    x[:2] = 3.0 * x[:2] + 2.0  # the "synthetic" rows: another distribution
-    b.train()
-    b(x, heads=("ft",), synthetic_rows=2)
-    blk = b.F.cnn[0]
-    h = blk.conv(((x - b.F.feat_mean) / b.F.feat_std).unsqueeze(1)).detach()
-    mom = blk.bn.momentum
-    torch.testing.assert_close(blk.bn_syn.running_mean, mom * h[:2].mean(dim=(0, 2, 3)))
-    torch.testing.assert_close(blk.bn.running_mean, mom * h[2:].mean(dim=(0, 2, 3)))
-    # a plain model has one batch norm for all rows and ignores synthetic_rows
-    a.train()
-    a(x, heads=("ft",), synthetic_rows=2)
-    torch.testing.assert_close(a.F.cnn[0].bn.running_mean, mom * h.mean(dim=(0, 2, 3)))
-    a.eval()
-    assert torch.equal(a(x)["ft"]["frame"], a(x, synthetic_rows=5)["ft"]["frame"])
-    b.eval()
-    real, syn, split = b(x)["ft"]["frame"], b(x, synthetic_rows=5)["ft"]["frame"], b(x, synthetic_rows=2)["ft"]["frame"]
-    assert not torch.allclose(real, syn)
-    torch.testing.assert_close(split, torch.cat([syn[:2], real[2:]]))
-    # the real path is the streaming path: frontend/backend in eval mode equal forward
-    torch.testing.assert_close(b.backend(b.frontend(x))["ft"]["frame"], real)
+    p = save_model(tmp_path / "m.pt", SedModel(cfg))
+    obj = torch.load(p, weights_only=True)
+    for extra in ({"fast_dropout": True}, {"fast_dropout": False, "domain_bn": False, "labeler_hidden": None}, {"labeler_hidden": 5}):
+        old = tmp_path / "old.pt"
+        torch.save({**obj, "config": {**obj["config"], **extra}}, old)
+        model, _ = load_model(old)
+        assert model.cfg == cfg, extra
+    for extra, name in (({"domain_bn": True}, "domain_bn"), ({"labeler_hidden": 12}, "labeler_hidden")):
+        torch.save({**obj, "config": {**obj["config"], **extra}}, tmp_path / "exp.pt")
+        with pytest.raises(ModelError, match=f"trained with {name}, an experiment removed"):
+            load_model(tmp_path / "exp.pt")

@@ -198,15 +198,11 @@ def test_cli_weights_load_in_rnnt_asr(corpus, tmp_path, variant):
 
 
 def test_benchmark_runs_on_a_tiny_model(corpus, tmp_path):
-    import importlib.util
-    from pathlib import Path
 
     from streamkit.models import rnnt as rnnt_mod
 
     tr.train(corpus, tmp_path / "lid.pt", cfg=TINY, steps=4, eval_every=4, seed=0, **KW)
-    spec = importlib.util.spec_from_file_location("rnnt_bench", Path(__file__).resolve().parents[2] / "benchmarks" / "rnnt_multilingual.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    from streamkit.eval.bench import rnnt_multilingual as bench
     out = tmp_path / "res.json"
     args = ["--corpus", str(corpus), "--model", f"lid={tmp_path / 'lid.pt'}", "--limit", "1", "--sweep", "--beam", "2", "--out", str(out)]
     assert bench.main(args) == 0
@@ -390,8 +386,6 @@ def test_explicit_cpu_device_is_the_default_run(corpus, tmp_path):
 
 
 def test_monolingual_run_and_its_benchmark_row(corpus, tmp_path, capsys):
-    import importlib.util
-    from pathlib import Path
 
     cfg = tr.RnntConfig(**{**TINY.to_dict(), "variant": "multisoftmax"})
     card = tr.train(corpus, tmp_path / "hi.pt", cfg=cfg, steps=4, eval_every=4, seed=0, languages=["hi"], **KW)
@@ -408,9 +402,7 @@ def test_monolingual_run_and_its_benchmark_row(corpus, tmp_path, capsys):
     c = tr.AsrCorpus(corpus, ["hi", "en"])  # the corpus's order, whatever the order asked
     assert c.langs == ["en", "hi"] and c.all_langs == ["en", "hi"]
 
-    spec = importlib.util.spec_from_file_location("rnnt_bench_mono", Path(__file__).resolve().parents[2] / "benchmarks" / "rnnt_multilingual.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    from streamkit.eval.bench import rnnt_multilingual as bench
     out = tmp_path / "mono.json"
     assert bench.main(["--corpus", str(corpus), "--mono", f"hi={tmp_path / 'hi.pt'}", "--limit", "2", "--beam", "2", "--out", str(out)]) == 0
     res = json.loads(out.read_text())
@@ -447,13 +439,9 @@ def test_weights_from_last_and_the_rewrite_on_resume(corpus, tmp_path):
 
 
 def test_offline_lid_benchmark(corpus, tmp_path, capsys):
-    """benchmarks/rnnt_lid_offline.py: decisions from the encoder and LID head, confusion matrices, errors."""
-    import importlib.util
-    from pathlib import Path
+    """streamkit.eval.bench.rnnt_lid_offline (benchmarks/rnnt_lid_offline.py): decisions from the encoder and LID head, confusion matrices, errors."""
 
-    spec = importlib.util.spec_from_file_location("rnnt_bench_lid", Path(__file__).resolve().parents[2] / "benchmarks" / "rnnt_lid_offline.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    from streamkit.eval.bench import rnnt_lid_offline as bench
     gru = tr.RnntConfig(**{**TINY.to_dict(), "lid_hidden": 8})  # a recurrent head, as the shipped model's
     tr.train(corpus, tmp_path / "lid.pt", cfg=gru, steps=6, eval_every=6, seed=1, **KW)
     out = tmp_path / "lid.json"
@@ -523,20 +511,15 @@ def test_offline_lid_benchmark(corpus, tmp_path, capsys):
 
 
 def test_lexicon_grid_benchmark(corpus, tmp_path, capsys):
-    """benchmarks/rnnt_lexicon_grid.py: WER per grid point equals decoding by hand; bad grids are usage errors."""
-    import importlib.util
-    from pathlib import Path
+    """streamkit.eval.bench.rnnt_lexicon_grid (benchmarks/rnnt_lexicon_grid.py): WER per grid point equals decoding by hand; bad grids are usage errors."""
 
     import jiwer
 
-    from streamkit.models.rnnt_lexicon import model_lexicons, word_lists
-    from streamkit.models.rnnt_stream import symbol_tables
-
-    spec = importlib.util.spec_from_file_location("rnnt_bench_grid", Path(__file__).resolve().parents[2] / "benchmarks" / "rnnt_lexicon_grid.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    from streamkit.eval.bench import rnnt_lexicon_grid as bench
     from streamkit.models.rnnt import BLANK, save_model
+    from streamkit.models.rnnt_lexicon import model_lexicons, word_lists
     from streamkit.models.rnnt_search import MultiDecoder
+    from streamkit.models.rnnt_stream import symbol_tables
 
     tr.train(corpus, tmp_path / "m0.pt", cfg=TINY, steps=6, eval_every=6, seed=1, **KW)
     model, meta = load_model(tmp_path / "m0.pt")
@@ -577,46 +560,3 @@ def test_lexicon_grid_benchmark(corpus, tmp_path, capsys):
         bench.main([*args, "--grid", "2"])
     assert "BEAM:PENALTY" in capsys.readouterr().err
 
-
-def test_vanilla_probe_benchmark(corpus, tmp_path, capsys):
-    """benchmarks/rnnt_vanilla_probe.py: CTC-head and RNN-T greedy error rates by hand, losses, fresh-joint curves, errors."""
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.spec_from_file_location("rnnt_bench_probe", Path(__file__).resolve().parents[2] / "benchmarks" / "rnnt_vanilla_probe.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    van = tr.RnntConfig(**{**TINY.to_dict(), "variant": "vanilla"})
-    tr.train(corpus, tmp_path / "v.pt", cfg=van, steps=6, eval_every=6, seed=1, **KW)
-    tr.train(corpus, tmp_path / "lid.pt", cfg=TINY, steps=4, eval_every=4, seed=1, **KW)
-    out = tmp_path / "probe.json"
-    args = ["--corpus", str(corpus), "--ckpt", str(tmp_path / "v.ckpt"), "--reference", f"lid={tmp_path / 'lid.pt'}", "--dev-utts", "2",
-            "--probe-utts", "3", "--train-utts", "4", "--batch", "2", "--steps", "3", "--eval-every", "2", "--out", str(out)]  # fmt: skip
-    assert bench.main(args) == 0
-    res = json.loads(out.read_text())
-    assert str(tmp_path) not in json.dumps(res) and res["checkpoint"]["variant"] == "vanilla" and res["checkpoint"]["step"] == 6
-    model, ctc, _ = bench.load_ckpt(tmp_path / "v.ckpt")
-    c = tr.AsrCorpus(corpus)
-    dev = c.split("dev")
-    for lg, row in enumerate(res["encoder_probe"]):
-        us = [u for u in dev if u.lang == lg][:2]
-        x, fl, _, _ = tr.collate(us, tr.compute_logmel(us))
-        with torch.inference_mode():
-            enc = model.encode(x)
-            hyps = tr.greedy_decode(model, enc, fl, lg)
-            am = ctc.heads[0](enc).argmax(-1)
-        refs = [model.to_union(torch.from_numpy(u.targets)[None], lg)[0].tolist() for u in us]
-        n = sum(len(r) for r in refs)
-        assert row["rnnt_greedy_ser"] == round(100 * sum(tr._edits(r, h)[0] for r, h in zip(refs, hyps)) / n, 2)
-        ctc_out = [bench.collapse(am[b, : int(fl[b])].tolist()) for b in range(len(us))]
-        assert row["ctc_greedy_ser"] == round(100 * sum(tr._edits(r, h)[0] for r, h in zip(refs, ctc_out)) / n, 2)
-    assert [r["model"] for r in res["dev_losses"]] == ["checkpoint", "lid"]
-    assert [p["step"] for p in res["fresh_joint_curves"]["union"]] == [0, 2, 3] and set(res["fresh_joint_curves"]) == {"language", "union"}
-    assert bench.collapse([0, 3, 3, 0, 3, 5, 5, 0]) == [3, 3, 5]
-    with pytest.raises(SystemExit):
-        bench.main(args[:-2] + ["--lang", "xx"])
-    with pytest.raises(SystemExit):
-        bench.main(args[:-2] + ["--modes", "joint"])
-    (tmp_path / "bad.ckpt").write_bytes(b"not a checkpoint")
-    with pytest.raises(SystemExit, match="bad.ckpt: unreadable checkpoint"):
-        bench.main(["--corpus", str(corpus), "--ckpt", str(tmp_path / "bad.ckpt"), "--out", str(out)])

@@ -1,0 +1,39 @@
+"""The benchmarks' shared helpers (streamkit.eval.bench) and the scripts' imports: streamkit only, no path tricks."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import streamkit.cli
+from streamkit.eval.bench import RESULTS, machine_info, write_result
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_write_result_and_machine_info(tmp_path, capsys):
+    out = tmp_path / "sub" / "r.json"
+    assert write_result(out, {"rows": [1, 2], "machine": machine_info()}) == 0
+    res = json.loads(out.read_text(encoding="utf-8"))
+    assert res["rows"] == [1, 2] and {"python", "cpu_count", "numpy", "streamkit"} <= set(res["machine"])
+    assert capsys.readouterr().err.strip() == "wrote r.json"  # the file name only, no machine path
+    assert streamkit.cli.machine_info is machine_info
+    assert RESULTS == REPO / "benchmarks" / "results"
+
+
+def test_benchmark_scripts_import_streamkit_not_each_other():
+    """No script touches sys.path or imports a sibling script: each runs against the installed streamkit."""
+    scripts = sorted((REPO / "benchmarks").glob("*.py"))
+    stems = {p.stem for p in scripts} | {"_bench"}
+    assert len(scripts) >= 10
+    for p in scripts:
+        tree = ast.parse(p.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr == "path" and isinstance(node.value, ast.Name) and node.value.id == "sys":
+                raise AssertionError(f"{p.name}:{node.lineno}: sys.path")
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert node.module.split(".")[0] not in stems, f"{p.name}:{node.lineno}: imports the script {node.module}"
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    assert alias.name.split(".")[0] not in stems, f"{p.name}:{node.lineno}: imports the script {alias.name}"
