@@ -27,13 +27,13 @@ from pathlib import Path
 import numpy as np
 from scipy.signal import butter, sosfilt
 
-from streamkit.core.block import SyncBlock  # noqa: E402
-from streamkit.core.clock import FreeRun  # noqa: E402
-from streamkit.core.graph import Graph  # noqa: E402
-from streamkit.core.runtime import Runner  # noqa: E402
+from streamkit.core.block import SyncBlock
+from streamkit.core.clock import FreeRun
+from streamkit.core.graph import Graph
+from streamkit.core.runtime import Runner
 from streamkit.eval.bench import machine_info
-from streamkit.io.collect import VectorSource  # noqa: E402
-from streamkit.io.outputs import write_text  # noqa: E402
+from streamkit.io.collect import VectorSource
+from streamkit.io.outputs import write_text
 
 RATE = 16000
 CHUNK = 160  # 10 ms

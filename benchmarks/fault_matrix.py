@@ -49,9 +49,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streamkit.eval.accounting import ServerStream, account, client_report, read_jsonl  # noqa: E402
+from streamkit.eval.accounting import ServerStream, account, client_report, read_jsonl
 from streamkit.eval.bench import machine_info, write_result
-from streamkit.io.kiwi_emulator import EmulatorConfig, EmulatorThread, parse_fault_spec  # noqa: E402
+from streamkit.io.kiwi_emulator import EmulatorConfig, EmulatorThread, parse_fault_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = Path(__file__).resolve().parent / "results" / "fault_matrix.json"

@@ -46,14 +46,14 @@ from typing import Any
 
 import numpy as np
 
-from streamkit import native  # noqa: E402
+from streamkit import native
 from streamkit.eval.bench import machine_info
-from streamkit.io.kiwi_emulator import quantize, speech_like  # noqa: E402
-from streamkit.io.outputs import write_text  # noqa: E402
-from streamkit.protocols.adpcm import AdpcmDecoder, AdpcmEncoder, adpcm_decode_kernel, decode_reference, warmup  # noqa: E402
-from streamkit.protocols.kiwi_client import KiwiClientProtocol  # noqa: E402
-from streamkit.protocols.kiwi_events import AudioFrame  # noqa: E402
-from streamkit.protocols.kiwi_frames import SndFlag, build_snd_frame  # noqa: E402
+from streamkit.io.kiwi_emulator import quantize, speech_like
+from streamkit.io.outputs import write_text
+from streamkit.protocols.adpcm import AdpcmDecoder, AdpcmEncoder, adpcm_decode_kernel, decode_reference, warmup
+from streamkit.protocols.kiwi_client import KiwiClientProtocol
+from streamkit.protocols.kiwi_events import AudioFrame
+from streamkit.protocols.kiwi_frames import SndFlag, build_snd_frame
 
 RATE = 12001.188
 FRAME_BYTES = 1024

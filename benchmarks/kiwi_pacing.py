@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 from streamkit.eval.bench import machine_info, write_result
-from streamkit.io.kiwi_emulator import EmulatorConfig, KiwiEmulator  # noqa: E402
-from streamkit.protocols.kiwi_client import KiwiClientProtocol  # noqa: E402
-from streamkit.protocols.kiwi_events import AudioFrame  # noqa: E402
+from streamkit.io.kiwi_emulator import EmulatorConfig, KiwiEmulator
+from streamkit.protocols.kiwi_client import KiwiClientProtocol
+from streamkit.protocols.kiwi_events import AudioFrame
 
 RATE = 12001.188
 OUT = Path(__file__).resolve().parent / "results" / "kiwi_pacing.json"

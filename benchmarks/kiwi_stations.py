@@ -706,7 +706,7 @@ def run_kiwirecorder(kr_dir: Path, k: int, compression: bool, seconds: float, wa
                        "-m", "lsb", "-d", str(tmp), "--fn", f"kr{i}", "-q", "--connect-retries=1", "--busy-retries=1",
                        f"--tlimit={int(warmup + seconds + 60)}"] + ([] if compression else ["--ncomp"])  # fmt: skip
                 cmds.append(cmd)
-                log = open(tmp / f"kr{i}.log", "wb")  # noqa: SIM115 - closed with the process
+                log = open(tmp / f"kr{i}.log", "wb")
                 procs.append(subprocess.Popen(cmd, cwd=str(kr_dir), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                               preexec_fn=pin(client_cpu), start_new_session=True))  # fmt: skip
                 log.close()

@@ -31,8 +31,8 @@ from typing import Any
 import torch
 
 from streamkit.eval.bench import best_of, machine_info
-from streamkit.io.outputs import write_text  # noqa: E402
-from streamkit.models.rnnt_loss import rnnt_loss  # noqa: E402
+from streamkit.io.outputs import write_text
+from streamkit.models.rnnt_loss import rnnt_loss
 
 VARIANTS = ("ab", "diag")
 

@@ -27,14 +27,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch  # noqa: E402
+import torch
 
-from streamkit.core.graph import Graph  # noqa: E402
+from streamkit.core.graph import Graph
 from streamkit.eval.bench import machine_info, read_fixed, run_block_stats
-from streamkit.io.collect import CollectSink, VectorSource  # noqa: E402
-from streamkit.io.outputs import write_text  # noqa: E402
-from streamkit.models.sad_dnn import BACKENDS, DEFAULT_WEIGHTS, SadDnnStream, dnn_raw_scores, load_weights, n_params  # noqa: E402
-from streamkit.models.sad_dnn_block import SadDnnBlock  # noqa: E402
+from streamkit.io.collect import CollectSink, VectorSource
+from streamkit.io.outputs import write_text
+from streamkit.models.sad_dnn import BACKENDS, DEFAULT_WEIGHTS, SadDnnStream, dnn_raw_scores, load_weights, n_params
+from streamkit.models.sad_dnn_block import SadDnnBlock
 
 RATE = 8000
 CHUNK = 800  # 100 ms

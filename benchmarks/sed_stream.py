@@ -34,14 +34,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch  # noqa: E402
+import torch
 
-from streamkit.core.graph import Graph  # noqa: E402
+from streamkit.core.graph import Graph
 from streamkit.eval.bench import machine_info, read_fixed, run_block_stats
-from streamkit.io.collect import VectorSource  # noqa: E402
-from streamkit.io.outputs import write_text  # noqa: E402
-from streamkit.models.sed_crnn import SedConfig, SedModel, load_model, log_mel, n_params, save_model  # noqa: E402
-from streamkit.models.sed_stream import SedBlock, SedEngine  # noqa: E402
+from streamkit.io.collect import VectorSource
+from streamkit.io.outputs import write_text
+from streamkit.models.sed_crnn import SedConfig, SedModel, load_model, log_mel, n_params, save_model
+from streamkit.models.sed_stream import SedBlock, SedEngine
 
 RATE = 16000
 CHUNK = 1600  # 100 ms

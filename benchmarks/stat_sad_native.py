@@ -35,14 +35,14 @@ from typing import Any
 
 import numpy as np
 
-from streamkit import native  # noqa: E402
-from streamkit.core.clock import FreeRun  # noqa: E402
-from streamkit.core.graph import Graph  # noqa: E402
-from streamkit.core.registry import lookup  # noqa: E402
-from streamkit.core.runtime import Runner  # noqa: E402
-from streamkit.dsp.stat_sad import DECISION_DEFAULTS, stat_sad_scores  # noqa: E402
+from streamkit import native
+from streamkit.core.clock import FreeRun
+from streamkit.core.graph import Graph
+from streamkit.core.registry import lookup
+from streamkit.core.runtime import Runner
+from streamkit.dsp.stat_sad import DECISION_DEFAULTS, stat_sad_scores
 from streamkit.eval.bench import machine_info
-from streamkit.io.outputs import write_text  # noqa: E402
+from streamkit.io.outputs import write_text
 
 RATE = 8000
 TARGET_RTF = 0.0005
