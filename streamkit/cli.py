@@ -290,11 +290,10 @@ def cmd_emulate(a: argparse.Namespace) -> int:
 
 
 def _asr_options(a: argparse.Namespace) -> dict[str, Any]:
-    """``models.rnnt_asr`` parameters from ``--asr-lexicon`` (monitor, mic)."""
-    from streamkit.models.transcribe import DEFAULT_LEXICON_BEAM, DEFAULT_WORD_PENALTY
-
+    """``models.rnnt_asr`` parameters from ``--asr-lexicon`` (monitor, mic); with a lexicon the block's
+    own defaults give the lexicon beam and word penalty."""
     lex = getattr(a, "asr_lexicon", None)
-    return {} if lex is None else {"lexicon": lex, "word_penalty": DEFAULT_WORD_PENALTY, "beam": DEFAULT_LEXICON_BEAM}
+    return {} if lex is None else {"lexicon": lex}
 
 
 def build_mic_graph(a: argparse.Namespace) -> Graph:
@@ -316,8 +315,8 @@ def build_mic_graph(a: argparse.Namespace) -> Graph:
 
         gate = g.add(_registry_block("dsp.speech_gate", events="stat" not in dets), name="asr_sad")
         g.connect(lvl, gate)
-        g.connect(gate, g.add(_registry_block("models.rnnt_asr", model=str(_asr_weights()), tau_frames=30, s_th=0.5, lid_select="auto", lid_score="auto", pre_roll_s=0.1,
-                                              **_asr_options(a)), name="asr"))  # fmt: skip
+        _asr_weights()
+        g.connect(gate, g.add(_registry_block("models.rnnt_asr", **_asr_options(a)), name="asr"))
     if getattr(a, "sed", False):
         from streamkit.monitor import LIVE_SED, _sed_weights
 

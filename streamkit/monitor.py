@@ -115,8 +115,8 @@ def build_station_graph(
         elif d == "asr":  # statistical SAD as an audio pass-through -> multilingual streaming RNN-T
             gate = g.add(lookup("dsp.speech_gate")(events="stat" not in detectors), name="asr_sad")
             g.connect(last, gate)
-            g.connect(gate, g.add(lookup("models.rnnt_asr")(model=str(_asr_weights()), tau_frames=30, s_th=0.5, lid_select="auto", lid_score="auto",
-                                                      pre_roll_s=0.1, **dict(asr_options or {})), name="asr"))
+            _asr_weights()  # the block's defaults are the CLI's: the shipped weights, LID shutoff, pre-roll
+            g.connect(gate, g.add(lookup("models.rnnt_asr")(**dict(asr_options or {})), name="asr"))
             continue
         elif d == "sed":  # sound event detection at 16 kHz, from the receiver's own rate (not the 8 kHz branch)
             _sed_weights()
