@@ -184,7 +184,7 @@ def run_from_args(ns: argparse.Namespace) -> int:
     if ns.word_penalty is not None and ns.lexicon is None:
         _err("--word-penalty needs --lexicon")
         return EXIT_USAGE
-    penalty = DEFAULT_WORD_PENALTY if ns.word_penalty is None else ns.word_penalty
+    penalty = (0.0 if ns.lexicon is None else DEFAULT_WORD_PENALTY) if ns.word_penalty is None else ns.word_penalty  # as the block's default
     if not (0 <= penalty < math.inf):
         _err(f"--word-penalty must be finite and >= 0, got {penalty:g}")
         return EXIT_USAGE
