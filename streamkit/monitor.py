@@ -386,7 +386,7 @@ def run_monitor(
     try:
         for s in specs:
             p = parse_station(s)
-            p.update(password=password, password_follows_redirect=password_follows_redirect, compression=compression, stall_s=stall_s, max_retries=max_retries, backoff_initial_s=0.5)
+            p.update(password=password, password_follows_redirect=password_follows_redirect, compression=compression, stall_s=stall_s, max_retries=max_retries)
             g = build_station_graph(p, events_dir=events_dir, record_dir=record_dir, detectors=detectors, asr_options=asr_options)
             if con is not None:
                 con.expect(g.name)

@@ -1,5 +1,6 @@
-"""models.rnnt_asr in a graph file needs no parameters, and its defaults are what the CLI runs with:
-`streamkit transcribe`, `monitor --asr` and `mic --asr` pass only what their user chose."""
+"""Block defaults are the CLI's: models.rnnt_asr in a graph file needs no parameters and runs as
+`streamkit transcribe`, `monitor --asr` and `mic --asr` do; the monitor passes its blocks only what its
+user chose (and the documented live-stream settings)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from streamkit.core.graph import Graph
 from streamkit.models.rnnt_stream import RnntAsr
 from tests.models.test_rnnt_stream import make_model, signal
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "graphs" / "transcribe_file.yaml"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "graphs" / "transcribe_file.yaml"
 #: what the block decides with (the attributes its parameters become)
 SETTINGS = ("beam", "max_symbols_per_frame", "tau_frames", "s_th", "languages", "lid_select", "lid_score", "lid_prior", "utterance_mode",
             "pre_roll_s", "max_utterance_s", "partial_interval_s", "threads", "lexicon", "word_penalty")  # fmt: skip
@@ -92,3 +93,29 @@ def test_the_example_graph_transcribes_as_the_cli_does(tmp_path, speech, monkeyp
     got = [(round(e["span"][0] / 8000, 3), round(e["span"][1] / 8000, 3), e["payload"]["lang"], e["payload"]["text"]) for e in finals]
     assert got == [(u["start_s"], u["end_s"], u["lang"], u["text"]) for u in cli]
     assert [q["method"] for q in lids] == [u["lid_method"] for u in cli] == ["lid-last"] * len(cli)
+
+
+def test_monitor_station_graph_passes_only_the_users_choices(monkeypatch):
+    import streamkit.monitor as monitor
+
+    runners = []
+
+    class Capture:
+        def __init__(self, rs):
+            runners.extend(rs)
+            self.failures = {}
+
+        def run(self):
+            return {}
+
+    monkeypatch.setattr(monitor, "MultiRunner", Capture)
+    monitor.run_monitor(["127.0.0.1:1:7100:lsb"], duration=1.0, events_dir=None, console=False, detectors=("energy", "stat", "dnn", "asr", "sed"))
+    g = runners[0].graph
+    # the station (host, port, frequency, mode) and the monitor's options; nothing else
+    user = {"password_follows_redirect", "compression", "stall_s", "max_retries"}
+    assert set(g.blocks["kiwi"].params()) == {"host", "port", "freq_khz", "mode"} | user
+    assert g.blocks["kiwi"].backoff_initial_s == 0.5
+    for name in ("vad", "stat_sad", "dnn_sad", "asr"):
+        assert g.blocks[name].params() == {}, name
+    assert g.blocks["sed"].params() == monitor.LIVE_SED  # a live stream is not cut into clips: no clip gates
+    assert g.blocks["asr_sad"].params() == {"events": False}  # the stat SAD already reports the segments
