@@ -60,9 +60,9 @@ def parse_assignments(items: Iterable[str], option: str = "--set") -> dict[str, 
             value = yaml.safe_load(text) if text.strip() else None
         except yaml.YAMLError as exc:
             raise ConfigError(f"{option} {key}: cannot read {text!r} as a YAML value: {str(exc).splitlines()[0]}") from None
-        plain = isinstance(value, str) and value == text.strip()  # not quoted
-        if plain and (_NUMBER.match(value) or value.lower() in ("inf", "+inf", "-inf")):
-            value = float(value)  # YAML 1.1 reads 1e-3 and inf as strings
+        if isinstance(value, str) and value == text.strip():  # not quoted: YAML 1.1 reads 1e-3 and inf as strings
+            if _NUMBER.match(value) or value.lower() in ("inf", "+inf", "-inf"):
+                value = float(value)
         if key in out:
             raise ConfigError(f"{option} {key} given twice")
         out[key] = value
@@ -155,8 +155,8 @@ def apply_params(spec: Mapping[str, Any], params: Mapping[str, Any] | None = Non
             graph_set[key] = value
         else:
             have = f"declared: {', '.join(decl)}" if decl else "this graph declares no 'parameters'"
-            blocks = spec.get("blocks")
-            names = ", ".join(map(str, blocks)) if isinstance(blocks, Mapping) else ""
+            in_file = spec.get("blocks")
+            names = ", ".join(map(str, in_file)) if isinstance(in_file, Mapping) else ""
             raise ConfigError(
                 f"unknown graph parameter {key!r} ({have}); a block's parameter is BLOCK.PARAM" + (f" (blocks: {names})" if names else "")
             )
@@ -167,16 +167,17 @@ def apply_params(spec: Mapping[str, Any], params: Mapping[str, Any] | None = Non
         raise ConfigError(f"graph parameter {n!r} has no default: give it a value (streamkit run GRAPH --set {n}=VALUE)")
     out = {k: _substitute(v, values, k) for k, v in spec.items() if k != "parameters"}
     if block_set:
-        blocks = out.get("blocks")
-        if not isinstance(blocks, Mapping):
+        given = out.get("blocks")
+        if not isinstance(given, Mapping):
             raise ConfigError("graph spec: 'blocks' must be a non-empty mapping of name -> {type: ..., params}")
-        blocks = out["blocks"] = {k: dict(v) if isinstance(v, Mapping) else v for k, v in blocks.items()}
+        blocks: dict[Any, Any] = {k: dict(v) if isinstance(v, Mapping) else v for k, v in given.items()}
+        out["blocks"] = blocks
         for key, (blk, value) in block_set.items():
             param = key.partition(".")[2]
             if blk not in blocks:
                 raise ConfigError(f"unknown block {blk!r} in {key} (blocks: {', '.join(map(str, blocks))})")
             bspec = blocks[blk]
-            if not isinstance(bspec, Mapping) or "type" not in bspec:
+            if not isinstance(bspec, dict) or "type" not in bspec:
                 raise ConfigError(f"graph spec: blocks.{blk} must be a mapping with a 'type'")
             if param == "type":
                 raise ConfigError(f"{key}: a block's type is not a parameter")
