@@ -261,11 +261,10 @@ def cmd_emulate(a: argparse.Namespace) -> int:
 
 
 def _asr_options(a: argparse.Namespace) -> dict[str, Any]:
-    """``models.rnnt_asr`` parameters from ``--asr-lexicon`` (monitor, mic)."""
-    from streamkit.models.transcribe import DEFAULT_LEXICON_BEAM, DEFAULT_WORD_PENALTY
-
+    """``models.rnnt_asr`` parameters from ``--asr-lexicon`` (monitor, mic); with a lexicon the block's
+    own defaults give the lexicon beam and word penalty."""
     lex = getattr(a, "asr_lexicon", None)
-    return {} if lex is None else {"lexicon": lex, "word_penalty": DEFAULT_WORD_PENALTY, "beam": DEFAULT_LEXICON_BEAM}
+    return {} if lex is None else {"lexicon": lex}
 
 
 def build_mic_graph(a: argparse.Namespace) -> Graph:
@@ -287,8 +286,8 @@ def build_mic_graph(a: argparse.Namespace) -> Graph:
 
         gate = g.add(_registry_block("dsp.speech_gate", events="stat" not in dets), name="asr_sad")
         g.connect(lvl, gate)
-        g.connect(gate, g.add(_registry_block("models.rnnt_asr", model=str(_asr_weights()), tau_frames=30, s_th=0.5, lid_select="auto", lid_score="auto", pre_roll_s=0.1,
-                                              **_asr_options(a)), name="asr"))  # fmt: skip
+        _asr_weights()
+        g.connect(gate, g.add(_registry_block("models.rnnt_asr", **_asr_options(a)), name="asr"))
     if getattr(a, "sed", False):
         from streamkit.monitor import LIVE_SED, _sed_weights
 
@@ -306,8 +305,25 @@ def cmd_mic(a: argparse.Namespace) -> int:
     return _exit_status(con, [st])
 
 
+# --- graph parameters (run, bench, describe: --set) ------------------------------------------------
+SET_HELP = ("set a parameter of the graph: NAME=VALUE for one the file declares (its 'parameters'), BLOCK.PARAM=VALUE for a block's "
+            "(e.g. --set src.path=x.wav --set sad.threshold=0.2); the value is read as YAML (number, true/false, [list], else text); repeatable")  # fmt: skip
+
+
+def _add_set_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help=SET_HELP)
+
+
+def _graph_overrides(a: argparse.Namespace) -> dict[str, Any]:
+    """``Graph.from_spec(..., params=)`` from the ``--set NAME=VALUE`` options."""
+    from streamkit.core.graph_params import parse_assignments
+
+    return parse_assignments(getattr(a, "set", None) or [])
+# --- end graph parameters ----------------------------------------------------------------------------
+
+
 def cmd_run(a: argparse.Namespace) -> int:
-    g = Graph.from_spec(a.graph)
+    g = Graph.from_spec(a.graph, params=_graph_overrides(a))
     defaults = g.run_defaults
     mode = parse_mode(a.mode or defaults.get("mode", "freerun"))
     duration = a.duration if a.duration is not None else defaults.get("duration")
@@ -353,7 +369,7 @@ def format_rtf_table(st: dict[str, Any]) -> str:
 
 
 def cmd_bench(a: argparse.Namespace) -> int:
-    spec = Graph.from_spec(a.graph).to_spec()  # validates the file once, up front
+    spec = Graph.from_spec(a.graph, params=_graph_overrides(a)).to_spec()  # validates the file once, up front; parameters resolved
     Graph.from_spec(spec).build()
     from streamkit.io.outputs import check_output_path, write_text
 
@@ -362,7 +378,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
     print(f"graph {st['graph']}: FreeRun, chunk {a.chunk_ms:g} ms, threads {a.threads}, best of {a.repeat}")
     print(format_rtf_table(st))
     out = Path(a.json) if a.json else Path(f"bench-{st['graph']}.json")
-    result = {"graph_file": str(a.graph), "chunk_ms": a.chunk_ms, "threads": a.threads, "repeat": a.repeat, "machine": machine_info(),
+    result = {"graph_file": str(a.graph), **({"set": list(a.set)} if a.set else {}), "chunk_ms": a.chunk_ms, "threads": a.threads, "repeat": a.repeat, "machine": machine_info(),
               "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "stats": st}  # fmt: skip
     write_text(out, json.dumps(result, indent=2, default=str))
     print(f"wrote {out}")
@@ -387,7 +403,7 @@ def cmd_blocks(a: argparse.Namespace) -> int:
 
 
 def cmd_describe(a: argparse.Namespace) -> int:
-    g = Graph.from_spec(a.graph)
+    g = Graph.from_spec(a.graph, params=_graph_overrides(a))
     print(g.describe())
     return 0
 
@@ -494,6 +510,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--chunk-ms", type=float, default=20.0)
     r.add_argument("--threads", type=int, default=1)
     r.add_argument("--quiet", action="store_true")
+    _add_set_argument(r)
     r.set_defaults(func=cmd_run)
 
     b = sub.add_parser("bench", help="per-block RT-factor table of a graph (FreeRun), written as JSON", description="Benchmark a graph in FreeRun: per-block RT factor table + JSON.")
@@ -503,6 +520,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--chunk-ms", type=float, default=20.0)
     b.add_argument("--threads", type=int, default=1)
     b.add_argument("--duration", type=float, default=None, help="cap stream seconds (for endless sources)")
+    _add_set_argument(b)
     b.set_defaults(func=cmd_bench)
 
     d = sub.add_parser("devices", help="list audio devices", description="List audio input/output devices (PortAudio).")
@@ -513,6 +531,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ds = sub.add_parser("describe", help="print a graph's blocks, specs and latencies", description="Negotiate a graph file and print specs and algorithmic latency per path.")
     ds.add_argument("graph")
+    _add_set_argument(ds)
     ds.set_defaults(func=cmd_describe)
     return p
 

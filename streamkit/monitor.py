@@ -115,8 +115,8 @@ def build_station_graph(
         elif d == "asr":  # statistical SAD as an audio pass-through -> multilingual streaming RNN-T
             gate = g.add(lookup("dsp.speech_gate")(events="stat" not in detectors), name="asr_sad")
             g.connect(last, gate)
-            g.connect(gate, g.add(lookup("models.rnnt_asr")(model=str(_asr_weights()), tau_frames=30, s_th=0.5, lid_select="auto", lid_score="auto",
-                                                      pre_roll_s=0.1, **dict(asr_options or {})), name="asr"))
+            _asr_weights()  # the block's defaults are the CLI's: the shipped weights, LID shutoff, pre-roll
+            g.connect(gate, g.add(lookup("models.rnnt_asr")(**dict(asr_options or {})), name="asr"))
             continue
         elif d == "sed":  # sound event detection at 16 kHz, from the receiver's own rate (not the 8 kHz branch)
             _sed_weights()
@@ -386,7 +386,7 @@ def run_monitor(
     try:
         for s in specs:
             p = parse_station(s)
-            p.update(password=password, password_follows_redirect=password_follows_redirect, compression=compression, stall_s=stall_s, max_retries=max_retries, backoff_initial_s=0.5)
+            p.update(password=password, password_follows_redirect=password_follows_redirect, compression=compression, stall_s=stall_s, max_retries=max_retries)
             g = build_station_graph(p, events_dir=events_dir, record_dir=record_dir, detectors=detectors, asr_options=asr_options)
             if con is not None:
                 con.expect(g.name)

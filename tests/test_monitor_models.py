@@ -81,7 +81,11 @@ def test_monitor_asr_lexicon_keeps_the_words_in_the_lists(tmp_path, monkeypatch)
         assert _asr_options(build_parser().parse_args([cmd, "--asr", "--asr-lexicon", "system"]))["lexicon"] == "system"
         assert _asr_options(build_parser().parse_args([cmd, "--asr"])) == {}
     opts = _asr_options(argparse.Namespace(asr_lexicon=str(tmp_path / "lex")))
-    assert opts == {"lexicon": str(tmp_path / "lex"), "word_penalty": DEFAULT_WORD_PENALTY, "beam": DEFAULT_LEXICON_BEAM}
+    assert opts == {"lexicon": str(tmp_path / "lex")}
+    from streamkit.models.rnnt_stream import RnntAsr
+
+    blk = RnntAsr(**opts)  # with a lexicon the block's defaults are the lexicon beam and word penalty
+    assert (blk.beam, blk.word_penalty) == (DEFAULT_LEXICON_BEAM, DEFAULT_WORD_PENALTY)
     lists = {"en": ["a", "ab", "abcb", "de", "d"], "hi": ["kl", "mn", "m"], "ta": ["p", "pq", "st", "s"]}
     (tmp_path / "lex").mkdir()
     for lg, ws in lists.items():

@@ -24,6 +24,15 @@ A graph file (YAML or JSON) says the same with registry names::
     events:
       - {sink: {type: io.jsonl_events, path: events.jsonl}, kinds: ["stream.*"]}
     run: {mode: freerun}           # optional defaults for `streamkit run`
+
+It may declare parameters and refer to them as ``${name}`` (:mod:`streamkit.core.graph_params`);
+``Graph.from_spec(path, params={"input": "x.wav", "rs.to_hz": 16000})`` sets declared parameters
+and block parameters (``streamkit run graph.yaml --set input=x.wav --set rs.to_hz=16000``)::
+
+    parameters:
+      input: {default: input.wav, help: audio file to read}
+    blocks:
+      src: {type: io.file, path: "${input}"}
 """
 
 from __future__ import annotations
@@ -72,6 +81,8 @@ class Graph:
         self.edges: list[tuple[str, str]] = []
         self.subscriptions: list[Subscription] = []
         self.run_defaults: dict[str, Any] = {}
+        #: values of the graph file's declared parameters (see :meth:`from_spec`)
+        self.parameters: dict[str, Any] = {}
         self._built: BuildInfo | None = None
 
     # -- construction -----------------------------------------------------------------------------
@@ -203,6 +214,10 @@ class Graph:
         """Ports and negotiated specs per block, and the algorithmic latency summed along each path."""
         info = self.built
         lines = [f"graph {self.name}"]
+        if self.parameters:
+            from streamkit.core.graph_params import format_value
+
+            lines.append("  parameters: " + ", ".join(f"{k}={format_value(v)}" for k, v in self.parameters.items()))
         path_lat: dict[str, float] = {}
         for n in info.order:
             blk = self.blocks[n]
@@ -262,16 +277,27 @@ class Graph:
         return spec
 
     @classmethod
-    def from_spec(cls, spec: Mapping[str, Any] | str | os.PathLike[str], **overrides: Any) -> Graph:
-        """Build a graph from a dict or a YAML/JSON file. Errors are ConfigErrors naming the place."""
+    def from_spec(
+        cls, spec: Mapping[str, Any] | str | os.PathLike[str], params: Mapping[str, Any] | None = None, **overrides: Any
+    ) -> Graph:
+        """Build a graph from a dict or a YAML/JSON file. Errors are ConfigErrors naming the place.
+
+        ``params``: values of the file's declared parameters (``{"input": "x.wav"}``) and of block
+        parameters (``{"src.path": "x.wav"}``), see :func:`streamkit.core.graph_params.apply_params`;
+        ``overrides`` update the file's ``run`` defaults.
+        """
         if isinstance(spec, (str, os.PathLike)):
             spec = load_spec_file(spec)
         if not isinstance(spec, Mapping):
             raise ConfigError("graph spec must be a mapping with 'blocks'")
-        unknown = set(spec) - {"name", "blocks", "edges", "chain", "events", "run", "description"}
+        unknown = set(spec) - {"name", "blocks", "edges", "chain", "events", "run", "description", "parameters"}
         if unknown:
             raise ConfigError(f"graph spec: unknown keys {sorted(unknown)}")
+        from streamkit.core.graph_params import apply_params
+
+        spec, values = apply_params(spec, params)
         g = cls(str(spec.get("name", "graph")))
+        g.parameters = values
         blocks = spec.get("blocks")
         if not isinstance(blocks, Mapping) or not blocks:
             raise ConfigError("graph spec: 'blocks' must be a non-empty mapping of name -> {type: ..., params}")
@@ -342,7 +368,7 @@ def _instantiate(bspec: Any, where: str, kind: str) -> Any:
         obj = cls(**params)
     except ConfigError as exc:
         raise ConfigError(f"graph spec: {where} ({bspec['type']}): {exc}") from None
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:  # an unknown keyword, or a value a block did not check itself
         raise ConfigError(f"graph spec: {where} ({bspec['type']}): bad parameters: {exc}") from None
     if kind == "event sink" and not isinstance(obj, EventSink):
         raise ConfigError(f"graph spec: {where}: {bspec['type']} is not an event sink")

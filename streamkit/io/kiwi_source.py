@@ -162,7 +162,7 @@ class KiwiSource(Source):
         keepalive_s: keepalive period; stall_s: no-data watchdog (reconnect after this silence, or after
             this long with messages but no audio: ``no_audio``, naming the kinds and counts received).
         max_retries: give up after this many consecutive failed attempts (None: never).
-        backoff_initial_s, backoff_cap_s: reconnect delays.
+        backoff_initial_s (0.5, what ``streamkit monitor`` runs with), backoff_cap_s: reconnect delays.
         anchor_every_s: host-clock re-anchoring period in mono modes.
         open_timeout_s: TCP + WebSocket handshake timeout.
     Tags:
@@ -202,7 +202,7 @@ class KiwiSource(Source):
         keepalive_s: float = 1.0,
         stall_s: float = 10.0,
         max_retries: int | None = None,
-        backoff_initial_s: float = 1.0,
+        backoff_initial_s: float = 0.5,
         backoff_cap_s: float = 60.0,
         anchor_every_s: float = 10.0,
         smeter_every_s: float = 1.0,

@@ -36,6 +36,17 @@ MODES = ("tags", "always")
 LID_SELECTS = ("mean", "last", "auto")  # rnnt_search.LID_SELECTS + "auto" (not imported: this module loads torch lazily)
 LID_SCORES = ("sum", "last", "auto")  # rnnt_search.LID_SCORES + "auto"
 
+# The defaults of the block are those of ``streamkit transcribe``, ``monitor --asr`` and ``mic --asr``
+# (which pass only what their user chose): the LID shutoff at tau 30 frames / s_th 0.5, the LID rules
+# picked for the model's head ("auto"), a 0.1 s pre-roll before each speech start.
+DEFAULT_BEAM = 4
+#: with a lexicon: the beam and word penalty chosen on the dev split (``benchmarks/rnnt_lexicon_grid.py``)
+DEFAULT_LEXICON_BEAM = 16
+DEFAULT_WORD_PENALTY = 3.0
+DEFAULT_TAU_FRAMES = 30.0
+DEFAULT_S_TH = 0.5
+DEFAULT_PRE_ROLL_S = 0.1
+
 
 @dataclass(frozen=True, slots=True)
 class AsrWord:
@@ -216,20 +227,22 @@ class RnntAsr(Sink):
             (:class:`~streamkit.core.tags.SpeechBoundary`) tags from an upstream SAD at audio
             sample offsets. A sink: only sinks see their input's tags in this runtime, so the
             block ends a branch (fan out the audio to it).
-    Parameters:
-        model: RNN-T weight file (:func:`streamkit.models.rnnt.save_model`); symbol tables from its
-            ``meta["symbols"]`` (see :func:`symbol_tables`).
-        beam (4), max_symbols_per_frame (3): of every per-language beam search (beam 1: greedy).
-        tau_frames (None = inf), s_th (None = inf): LID shutoff (paper §6.3): decoder ``l`` is
-            switched off at frame ``t > tau_frames`` (0-based, 30 ms frames) when
-            ``s_l(t) < s_max(t) - s_th``.
+    Parameters (every default is what ``streamkit transcribe``, ``monitor --asr`` and ``mic --asr`` run with):
+        model (None): RNN-T weight file (:func:`streamkit.models.rnnt.save_model`); symbol tables
+            from its ``meta["symbols"]`` (see :func:`symbol_tables`). None: the shipped weights
+            (``streamkit.models.RNNT_WEIGHTS``; a ConfigError when the graph is built if there are none).
+        beam (None = 4, with a lexicon 16), max_symbols_per_frame (3): of every per-language beam
+            search (beam 1: greedy).
+        tau_frames (30), s_th (0.5): LID shutoff (paper §6.3): decoder ``l`` is switched off at
+            frame ``t > tau_frames`` (0-based, 30 ms frames) when ``s_l(t) < s_max(t) - s_th``;
+            None (or inf) for either: never (the paper's LID-free decoding).
         languages: names of the languages to decode (None: all; one name = known language).
-        lid_select (``"mean"``): the final's language among the surviving decoders, highest average
+        lid_select (``"auto"``): the final's language among the surviving decoders, highest average
             LID posterior (``"mean"``, the paper) or highest posterior of the utterance's last frame
             (``"last"``, for a recurrent LID head; see :mod:`streamkit.models.rnnt_search`);
             ``"auto"``: ``"last"`` when the model's LID head is recurrent (``lid_hidden > 0``, as
-            the shipped model's), else ``"mean"`` (what ``transcribe``, ``monitor`` and ``mic`` use).
-        lid_score (``"sum"``): the shutoff statistic, the cumulative log LID posterior
+            the shipped model's), else ``"mean"``.
+        lid_score (``"auto"``): the shutoff statistic, the cumulative log LID posterior
             ``s_l(t) = sum log P_t(l)`` (``"sum"``, paper eq. 1) or the latest frame's
             ``log P_t(l)`` (``"last"``: a recurrent head's posterior already conditions on the
             whole utterance so far; see :mod:`streamkit.models.rnnt_search`); ``"auto"``:
@@ -244,7 +257,7 @@ class RnntAsr(Sink):
         utterance_mode: ``"tags"`` (default): an utterance runs from a ``SpeechBoundary(start=True)``
             to the next ``start=False``; nothing is decoded in between. ``"always"``: no SAD, the
             stream is one utterance (cut every ``max_utterance_s``); speech tags are ignored.
-        pre_roll_s (0.0): an utterance starts this much before its start tag (never before the
+        pre_roll_s (0.1): an utterance starts this much before its start tag (never before the
             previous utterance's end, a gap or the stream start).
         max_utterance_s (30.0): an utterance is finalised after this many seconds of frames and a
             new one starts at the end of its last frame (no sample is lost or decoded twice).
@@ -257,7 +270,7 @@ class RnntAsr(Sink):
             corpus draws from), a directory of ``<lang>.words.txt`` files, or a mapping language
             name → word file; None: unconstrained spelling. Built in ``start`` (about 2.5 s for
             the four shipped languages' 260 000 words), once per process for the same files.
-        word_penalty (0.0): with a lexicon, subtracted from the log-probability of each word start.
+        word_penalty (None = 0, with a lexicon 3.0): with a lexicon, subtracted from the log-probability of each word start.
     Events:
         ``asr.partial`` / ``asr.final`` (:class:`AsrResult`), span = the utterance's samples so far /
         in total; ``lid.result`` (:class:`LidResult`) after each final, same span. Word spans: a token
@@ -279,28 +292,37 @@ class RnntAsr(Sink):
     def __init__(
         self,
         *,
-        model: str,
-        beam: int = 4,
+        model: str | Path | None = None,
+        beam: int | None = None,
         max_symbols_per_frame: int = 3,
-        tau_frames: float | None = None,
-        s_th: float | None = None,
+        tau_frames: float | None = DEFAULT_TAU_FRAMES,
+        s_th: float | None = DEFAULT_S_TH,
         languages: Sequence[str] | None = None,
-        lid_select: str = "mean",
-        lid_score: str = "sum",
+        lid_select: str = "auto",
+        lid_score: str = "auto",
         lid_prior: str | Mapping[str, float] | None = None,
         utterance_mode: str = "tags",
-        pre_roll_s: float = 0.0,
+        pre_roll_s: float = DEFAULT_PRE_ROLL_S,
         max_utterance_s: float = 30.0,
         partial_interval_s: float = 0.3,
         threads: int = 1,
         lexicon: str | Path | Mapping[str, str | Path] | None = None,
-        word_penalty: float = 0.0,
+        word_penalty: float | None = None,
         name: str | None = None,
     ) -> None:
         super().__init__(name=name)
-        if not isinstance(model, (str, Path)) or not str(model):
-            raise ConfigError(f"model must be a weight file path, got {model!r}")
+        if model is not None and (not isinstance(model, (str, Path)) or not str(model)):
+            raise ConfigError(f"model must be a weight file path or None (the shipped weights), got {model!r}")
+        self.shipped = model is None
+        if model is None:
+            import streamkit.models as _models  # looked up now: tests point it elsewhere
+
+            model = _models.RNNT_WEIGHTS
         self.model = str(model)
+        if beam is None:
+            beam = DEFAULT_BEAM if lexicon is None else DEFAULT_LEXICON_BEAM
+        if word_penalty is None:
+            word_penalty = 0.0 if lexicon is None else DEFAULT_WORD_PENALTY
         self.beam = _int("beam", beam, 1, 1024)
         self.max_symbols_per_frame = _int("max_symbols_per_frame", max_symbols_per_frame, 1, 100)
         self.tau_frames = _num("tau_frames", tau_frames, 0.0, allow_none=True)
@@ -342,6 +364,9 @@ class RnntAsr(Sink):
     # -- lifecycle -----------------------------------------------------------------------------
     def negotiate(self, inputs: Mapping[str, StreamSpec]) -> dict[str, StreamSpec]:
         require_audio(self.name, inputs["in"], RATE)
+        if self.shipped and not Path(self.model).is_file():
+            raise ConfigError(f"{self.name}: no shipped RNN-T weights at {self.model} in this build: train them with "
+                              "`streamkit train rnnt --variant lid` and pass model: PATH")  # fmt: skip
         return {}
 
     def algorithmic_latency(self) -> int:

@@ -26,12 +26,19 @@ from typing import Any
 
 from streamkit.core.errors import StreamkitError
 
+# the option defaults are the block's (models.rnnt_asr): one source of truth for the CLI and graph files
+from streamkit.models.rnnt_stream import (
+    DEFAULT_BEAM,
+    DEFAULT_LEXICON_BEAM,
+    DEFAULT_PRE_ROLL_S,
+    DEFAULT_S_TH,
+    DEFAULT_TAU_FRAMES,
+    DEFAULT_WORD_PENALTY,
+)
+
 EXIT_USAGE = 2
 EXIT_FAILED = 1
 RATE = 8000
-# With --lexicon: the beam and word penalty chosen on the dev split (benchmarks/rnnt_lexicon_grid.py, README #6)
-DEFAULT_LEXICON_BEAM = 16
-DEFAULT_WORD_PENALTY = 3.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -41,11 +48,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="JSON Lines: one object per utterance")
     parser.add_argument("--sad", choices=("stat", "none"), default="stat", help="utterances from the statistical SAD (default) or none")
     parser.add_argument("--beam", type=int, default=None,
-                        help=f"beam width of each language's search (default 4, with --lexicon {DEFAULT_LEXICON_BEAM}; 1 = greedy)")  # fmt: skip
+                        help=f"beam width of each language's search (default {DEFAULT_BEAM}, with --lexicon {DEFAULT_LEXICON_BEAM}; 1 = greedy)")  # fmt: skip
     parser.add_argument(
-        "--tau", type=float, default=30.0, help="LID shutoff: frames (30 ms) before a decoder may be switched off (default 30; inf = never)"
+        "--tau", type=float, default=DEFAULT_TAU_FRAMES, help=f"LID shutoff: frames (30 ms) before a decoder may be switched off (default {DEFAULT_TAU_FRAMES:g}; inf = never)"
     )
-    parser.add_argument("--s-th", type=float, default=0.5, help="LID shutoff: margin of the LID log-posterior statistic (default 0.5; inf = never)")
+    parser.add_argument("--s-th", type=float, default=DEFAULT_S_TH, help=f"LID shutoff: margin of the LID log-posterior statistic (default {DEFAULT_S_TH:g}; inf = never)")
     parser.add_argument("--lid-score", choices=("auto", "sum", "last"), default="auto",
                         help="LID shutoff statistic: cumulative log posterior (sum, the paper's eq. 1) or the latest frame's (last); "
                              "auto (default): last for a recurrent LID head such as the shipped model's, else sum")  # fmt: skip
@@ -56,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         help="language prior (Bayes' rule) for the LID shutoff and each utterance's language choice: none (default, uniform as the paper), "
                              "train (the model's training hours per language) or LANG=WEIGHT,... for every model language, e.g. the expected mix")  # fmt: skip
     parser.add_argument("--languages", default=None, help="comma-separated languages to decode (default: all of the model's)")
-    parser.add_argument("--pre-roll-s", type=float, default=0.1, help="start each utterance this much before the SAD's start (default 0.1 s)")
+    parser.add_argument("--pre-roll-s", type=float, default=DEFAULT_PRE_ROLL_S, help=f"start each utterance this much before the SAD's start (default {DEFAULT_PRE_ROLL_S:g} s)")
     parser.add_argument("--max-utterance-s", type=float, default=30.0, help="cut utterances longer than this (default 30 s)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--lexicon", default=None, metavar="SPEC",
@@ -110,8 +117,8 @@ def transcribe_file(path: str | Path, weights: str | Path, **kw: Any) -> tuple[l
     return _transcribe(FileSource(path=str(path)), weights, **kw)
 
 
-def _transcribe(src: Any, weights: str | Path, *, sad: str = "stat", beam: int = 4, tau: float | None = 30.0, s_th: float | None = 0.5,
-                languages: list[str] | None = None, lid_select: str = "auto", lid_score: str = "auto", lid_prior: Any = None, pre_roll_s: float = 0.1, max_utterance_s: float = 30.0,
+def _transcribe(src: Any, weights: str | Path, *, sad: str = "stat", beam: int = DEFAULT_BEAM, tau: float | None = DEFAULT_TAU_FRAMES, s_th: float | None = DEFAULT_S_TH,
+                languages: list[str] | None = None, lid_select: str = "auto", lid_score: str = "auto", lid_prior: Any = None, pre_roll_s: float = DEFAULT_PRE_ROLL_S, max_utterance_s: float = 30.0,
                 threads: int = 1, lexicon: str | None = None, word_penalty: float = 0.0, chunk_s: float = 0.2) -> tuple[list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
     from streamkit.core.errors import ConfigError
     from streamkit.core.graph import Graph
@@ -167,14 +174,14 @@ def run_from_args(ns: argparse.Namespace) -> int:
         _err(f"no RNN-T weights at {weights}" + ("" if ns.weights else
              " (this build ships none yet): train a model with `streamkit train rnnt --variant lid --corpus DIR --out rnnt_lid.pt` and pass --weights"))  # fmt: skip
         return EXIT_USAGE
-    beam = (DEFAULT_LEXICON_BEAM if ns.lexicon is not None else 4) if ns.beam is None else ns.beam
+    beam = (DEFAULT_LEXICON_BEAM if ns.lexicon is not None else DEFAULT_BEAM) if ns.beam is None else ns.beam
     if beam < 1 or ns.threads < 1 or ns.max_utterance_s <= 0 or ns.pre_roll_s < 0 or ns.tau < 0 or ns.s_th < 0:
         _err("--beam and --threads must be >= 1, --max-utterance-s > 0, --pre-roll-s, --tau and --s-th >= 0")
         return EXIT_USAGE
     if ns.word_penalty is not None and ns.lexicon is None:
         _err("--word-penalty needs --lexicon")
         return EXIT_USAGE
-    penalty = DEFAULT_WORD_PENALTY if ns.word_penalty is None else ns.word_penalty
+    penalty = (0.0 if ns.lexicon is None else DEFAULT_WORD_PENALTY) if ns.word_penalty is None else ns.word_penalty  # as the block's default
     if not (0 <= penalty < math.inf):
         _err(f"--word-penalty must be finite and >= 0, got {penalty:g}")
         return EXIT_USAGE

@@ -198,6 +198,12 @@ def trim_to_speech(corpus: AsrCorpus, split: str, audio: dict[str, np.ndarray], 
     return out
 
 
+#: the paper's protocol, under every row unless the row says otherwise: no shutoff, the mean LID
+#: posterior, the cumulative shutoff statistic, utterances from the reference tags without pre-roll
+#: (the block's own defaults are the CLI's: shutoff at tau 30 / s_th 0.5, "auto" rules, 0.1 s pre-roll)
+PAPER_PROTOCOL: dict[str, Any] = {"tau_frames": None, "s_th": None, "lid_select": "mean", "lid_score": "sum", "pre_roll_s": 0.0}
+
+
 def run_stream(path: str, utts: list[Utt], audio: dict[str, np.ndarray], **params: Any) -> tuple[list[Any], TimedAsr, float]:
     """One stream of the utterances with reference speech tags; (asr.final payloads in order, block, audio s)."""
     xs, tags, pos = [], [], 0
@@ -206,7 +212,7 @@ def run_stream(path: str, utts: list[Utt], audio: dict[str, np.ndarray], **param
         tags += [(pos, SPEECH, SpeechBoundary(True, "ref")), (pos + len(x), SPEECH, SpeechBoundary(False, "ref"))]
         xs.append(x)
         pos += len(x)
-    blk = TimedAsr(model=path, threads=1, **params)
+    blk = TimedAsr(model=path, threads=1, **{**PAPER_PROTOCOL, **params})
     r = run_block(blk, np.concatenate(xs).astype(np.float32), rate=RATE, sizes=CHUNK, chunk=CHUNK, tags=tags)
     finals = [e for e in r.events if e.kind == "asr.final"]
     starts = {t[0]: i for i, t in enumerate(tags[0::2])}
