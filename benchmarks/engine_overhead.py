@@ -29,7 +29,7 @@ from scipy.signal import butter, sosfilt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from streamkit.cli import machine_info  # noqa: E402
+from streamkit.core.machine import machine_info  # noqa: E402
 from streamkit.core.block import SyncBlock  # noqa: E402
 from streamkit.core.clock import FreeRun  # noqa: E402
 from streamkit.core.graph import Graph  # noqa: E402

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from _bench import write_result  # benchmarks/_bench.py: the script's directory is on sys.path
 
-from streamkit.cli import machine_info
+from streamkit.core.machine import machine_info
 from streamkit.protocols.adpcm import warmup
 from streamkit.protocols.kiwi import AudioFrame, GapReason, KiwiClientProtocol, ProtocolViolation, SequenceGap, State, Terminal
 from streamkit.protocols.kiwi_fuzz import KINDS, MUTATIONS, FuzzSession, audit, handshake, make_message, mutate

@@ -49,7 +49,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from streamkit import native  # noqa: E402
-from streamkit.cli import machine_info  # noqa: E402
+from streamkit.core.machine import machine_info  # noqa: E402
 from streamkit.io.kiwi_emulator import quantize, speech_like  # noqa: E402
 from streamkit.io.outputs import write_text  # noqa: E402
 from streamkit.protocols.adpcm import AdpcmDecoder, AdpcmEncoder, adpcm_decode_kernel, decode_reference, warmup  # noqa: E402

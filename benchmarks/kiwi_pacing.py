@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _bench import write_result  # noqa: E402
 
-from streamkit.cli import machine_info  # noqa: E402
+from streamkit.core.machine import machine_info  # noqa: E402
 from streamkit.io.kiwi_emulator import EmulatorConfig, KiwiEmulator  # noqa: E402
 from streamkit.protocols.kiwi import AudioFrame, KiwiClientProtocol  # noqa: E402
 

@@ -74,7 +74,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from streamkit.cli import machine_info  # noqa: E402
+from streamkit.core.machine import machine_info  # noqa: E402
 from streamkit.core.clock import RealTime  # noqa: E402
 from streamkit.core.graph import Graph  # noqa: E402
 from streamkit.core.ring import SampleRing  # noqa: E402

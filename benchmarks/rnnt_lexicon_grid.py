@@ -36,7 +36,7 @@ import jiwer  # noqa: E402
 import torch  # noqa: E402
 from rnnt_multilingual import pick  # noqa: E402
 
-from streamkit.cli import machine_info  # noqa: E402
+from streamkit.core.machine import machine_info  # noqa: E402
 from streamkit.io.outputs import write_text  # noqa: E402
 from streamkit.models.rnnt import load_model  # noqa: E402
 from streamkit.models.rnnt_lexicon import model_lexicons, word_lists  # noqa: E402

@@ -50,7 +50,7 @@ import torch  # noqa: E402
 from _bench import write_result  # noqa: E402
 from rnnt_multilingual import pick  # noqa: E402
 
-from streamkit.cli import machine_info  # noqa: E402
+from streamkit.core.machine import machine_info  # noqa: E402
 from streamkit.models.rnnt import load_model  # noqa: E402
 from streamkit.models.rnnt_search import LidShutoff  # noqa: E402
 from streamkit.train.rnnt import AsrCorpus, compute_logmel, stacked  # noqa: E402

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from streamkit.cli import machine_info  # noqa: E402
+from streamkit.core.machine import machine_info  # noqa: E402
 from streamkit.io.outputs import write_text  # noqa: E402
 from streamkit.models.rnnt import load_model  # noqa: E402
 from streamkit.models.rnnt_search import MultiDecoder  # noqa: E402

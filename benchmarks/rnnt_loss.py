@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _bench import best_of  # noqa: E402  (benchmarks/_bench.py: the script directory is on sys.path)
 
-from streamkit.cli import machine_info  # noqa: E402
+from streamkit.core.machine import machine_info  # noqa: E402
 from streamkit.io.outputs import write_text  # noqa: E402
 from streamkit.models.rnnt_loss import rnnt_loss  # noqa: E402
 

@@ -75,7 +75,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from streamkit.cli import machine_info  # noqa: E402
+from streamkit.core.machine import machine_info  # noqa: E402
 from streamkit.core.tags import SPEECH, SpeechBoundary  # noqa: E402
 from streamkit.io.outputs import write_text  # noqa: E402
 from streamkit.models import rnnt as rnnt_mod  # noqa: E402

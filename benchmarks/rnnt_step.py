@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bench import best_of  # noqa: E402  (benchmarks/_bench.py)
 
 import streamkit.models.rnnt as rnnt_mod  # noqa: E402
-from streamkit.cli import machine_info  # noqa: E402
+from streamkit.core.machine import machine_info  # noqa: E402
 from streamkit.io.outputs import write_text  # noqa: E402
 from streamkit.models.lstm_step import lstm_step  # noqa: E402
 from streamkit.models.rnnt import load_model  # noqa: E402

@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from benchmarks._bench import write_result  # noqa: E402
-from streamkit.cli import machine_info  # noqa: E402
+from streamkit.core.machine import machine_info  # noqa: E402
 from streamkit.models.rnnt import Joint, RnntConfig, RnntModel, load_model  # noqa: E402
 from streamkit.models.rnnt_loss import rnnt_loss  # noqa: E402
 from streamkit.train import rnnt as T  # noqa: E402

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 from _bench import read_fixed, run_block_stats  # noqa: E402  (benchmarks/_bench.py: the script directory is on sys.path)
 
-from streamkit.cli import machine_info  # noqa: E402
+from streamkit.core.machine import machine_info  # noqa: E402
 from streamkit.core.graph import Graph  # noqa: E402
 from streamkit.io.collect import CollectSink, VectorSource  # noqa: E402
 from streamkit.io.outputs import write_text  # noqa: E402

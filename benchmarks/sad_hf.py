@@ -51,10 +51,10 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from streamkit.cli import machine_info  # noqa: E402
+from streamkit.core.machine import machine_info  # noqa: E402
 from streamkit.eval import sad_systems as ss  # noqa: E402
 from streamkit.eval.sad import Counts, RocCurve, best_f1_point, eer_point  # noqa: E402
-from streamkit.eval.sad_cli import PAPER_TABLE2, score_split, split_files  # noqa: E402
+from streamkit.eval.sad_files import PAPER_TABLE2, score_split, split_files  # noqa: E402
 from streamkit.io.outputs import atomic_output, write_text  # noqa: E402
 
 DEFAULT_CORPUS = ROOT / "benchmarks" / ".cache" / "hfc2h"

@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _bench import write_result  # noqa: E402
 
-from streamkit.cli import machine_info  # noqa: E402
+from streamkit.core.machine import machine_info  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "sed_gain_ci.json"
 TARGET_GAIN = 5.0  #: issue #7: Adv.time+Tri beats the baseline by >= 5 points event-based F1

@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _bench import write_result  # noqa: E402
 
-from streamkit.cli import machine_info  # noqa: E402
+from streamkit.core.machine import machine_info  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "sed_gap_anatomy.json"
 LEVELS = ("event", "event_onset", "event_1s", "segment", "tagging")

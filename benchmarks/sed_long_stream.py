@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 from _bench import write_result  # noqa: E402
 
-from streamkit.cli import machine_info  # noqa: E402
+from streamkit.core.machine import machine_info  # noqa: E402
 from streamkit.eval.sed import Event, event_based, segment_based  # noqa: E402
 from streamkit.models.sed_crnn import load_model  # noqa: E402
 from streamkit.models.sed_stream import default_weights, sed_file  # noqa: E402

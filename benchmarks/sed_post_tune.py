@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _bench import write_result  # noqa: E402
 
-from streamkit.cli import machine_info  # noqa: E402
+from streamkit.core.machine import machine_info  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "sed_post_tune.json"
 MODES = ("default", "global", "per-class", "per-class+gate")

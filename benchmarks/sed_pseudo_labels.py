@@ -61,7 +61,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from streamkit.cli import machine_info  # noqa: E402
+from streamkit.core.machine import machine_info  # noqa: E402
 from streamkit.io.outputs import write_text  # noqa: E402
 from streamkit.models.sed_crnn import SedConfig, SedModel, events_to_frames  # noqa: E402
 from streamkit.train.sed import SedCorpus, hysteresis_mask, positive_frames, predict_frames, score_probs  # noqa: E402

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 from _bench import write_result  # noqa: E402
 
-from streamkit.cli import machine_info  # noqa: E402
+from streamkit.core.machine import machine_info  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "sed_train_speed.json"
 CLIPS = 6  # per subset, the trainer's default --batch-size

@@ -38,7 +38,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from streamkit import native  # noqa: E402
-from streamkit.cli import machine_info  # noqa: E402
+from streamkit.core.machine import machine_info  # noqa: E402
 from streamkit.core.clock import FreeRun  # noqa: E402
 from streamkit.core.graph import Graph  # noqa: E402
 from streamkit.core.registry import lookup  # noqa: E402

@@ -43,7 +43,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from streamkit.cli import machine_info  # noqa: E402
+from streamkit.core.machine import machine_info  # noqa: E402
 from streamkit.dsp.stat_sad import ANALYSIS_DEFAULTS, stat_sad_scores  # noqa: E402
 from streamkit.eval import sad_systems as ss  # noqa: E402
 from streamkit.eval.rttm import read_rttm_masks  # noqa: E402

@@ -57,8 +57,13 @@ DETECTORS = ("energy", "stat", "dnn", "asr", "sed")
 #: 83.81 against 85.01). The thresholds and median windows the file was tuned with stay.
 LIVE_SED: dict[str, Any] = {"clip_gate": 0.0}
 
+#: ``models.rnnt_asr`` parameters of the live paths (``monitor --asr``, ``mic --asr``): the LID shutoff
+#: after 30 frames at a margin of 0.5, the LID rules chosen for the model's head, 0.1 s of pre-roll
+LIVE_ASR: dict[str, Any] = {"tau_frames": 30, "s_th": 0.5, "lid_select": "auto", "lid_score": "auto", "pre_roll_s": 0.1}
 
-def _sed_weights() -> Any:
+
+def sed_weights() -> Any:
+    """The shipped SED weight file; a :class:`ConfigError` naming the command that trains it when this build has none."""
     import streamkit.models as models
 
     w = getattr(models, "SED_WEIGHTS", None)
@@ -67,7 +72,8 @@ def _sed_weights() -> Any:
     return w
 
 
-def _asr_weights() -> Path:
+def asr_weights() -> Path:
+    """The shipped RNN-T weight file; a :class:`ConfigError` naming the command that trains it when this build has none."""
     from streamkit.models import RNNT_WEIGHTS
 
     if not RNNT_WEIGHTS.is_file():
@@ -115,11 +121,10 @@ def build_station_graph(
         elif d == "asr":  # statistical SAD as an audio pass-through -> multilingual streaming RNN-T
             gate = g.add(lookup("dsp.speech_gate")(events="stat" not in detectors), name="asr_sad")
             g.connect(last, gate)
-            g.connect(gate, g.add(lookup("models.rnnt_asr")(model=str(_asr_weights()), tau_frames=30, s_th=0.5, lid_select="auto", lid_score="auto",
-                                                      pre_roll_s=0.1, **dict(asr_options or {})), name="asr"))
+            g.connect(gate, g.add(lookup("models.rnnt_asr")(model=str(asr_weights()), **{**LIVE_ASR, **dict(asr_options or {})}), name="asr"))
             continue
         elif d == "sed":  # sound event detection at 16 kHz, from the receiver's own rate (not the 8 kHz branch)
-            _sed_weights()
+            sed_weights()
             rs16 = g.add(lookup("dsp.resample")(to_hz=16000), name="rs16")
             g.connect(head, rs16)
             g.connect(rs16, g.add(lookup("models.sed")(**LIVE_SED), name="sed"))

@@ -18,6 +18,7 @@ from streamkit.core.block import GapPolicy, TagPolicy, WindowBlock
 from streamkit.core.context import Context
 from streamkit.core.errors import ConfigError
 from streamkit.core.events import ActivitySegment
+from streamkit.core.params import integer, number
 from streamkit.core.registry import register
 from streamkit.core.tags import SPEECH, Gap, SpeechBoundary
 from streamkit.core.types import StreamSpec
@@ -34,21 +35,6 @@ BACKENDS = ("numba", "eager", "script")
 
 VAD_SEGMENT = "vad.segment"
 DETECTOR = "dnn"
-
-
-def _num(name: str, v: Any, lo: float | None = None, hi: float | None = None) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(float(v)):
-        raise ConfigError(f"{name} must be a finite number, got {v!r}")
-    f = float(v)
-    if (lo is not None and f < lo) or (hi is not None and f > hi):
-        raise ConfigError(f"{name} must be in [{lo}, {hi}], got {v!r}")
-    return f
-
-
-def _int(name: str, v: Any, lo: int, hi: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= int(v) <= hi:
-        raise ConfigError(f"{name} must be an int in {lo}..{hi}, got {v!r}")
-    return int(v)
 
 
 @register("models.sad_dnn")
@@ -113,12 +99,12 @@ class SadDnnBlock(WindowBlock):
     ) -> None:
         super().__init__(name=name)
         self.weights = None if weights is None else str(weights)
-        self.threshold = None if threshold is None else _num("threshold", threshold, 0.0, 1.0)
-        self.vote_window = _int("vote_window", vote_window, 1, 1001)
+        self.threshold = None if threshold is None else number("threshold", threshold, 0.0, 1.0)
+        self.vote_window = integer("vote_window", vote_window, 1, 1001)
         if self.vote_window % 2 == 0:
             raise ConfigError(f"vote_window must be odd (a centred vote), got {self.vote_window}")
-        self.vote_min = _int("vote_min", vote_min, 1, self.vote_window)
-        self.threads = _int("threads", threads, 1, 256)
+        self.vote_min = integer("vote_min", vote_min, 1, self.vote_window)
+        self.threads = integer("threads", threads, 1, 256)
         if backend not in BACKENDS:
             raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.backend = backend
@@ -239,7 +225,7 @@ class SadDnnBlock(WindowBlock):
         bad = set(changes) - {"threshold"}
         if bad:
             raise ConfigError(f"{self.name}: {sorted(bad)} cannot change while running; build a new graph")
-        self.threshold = _num("threshold", changes["threshold"], 0.0, 1.0)
+        self.threshold = number("threshold", changes["threshold"], 0.0, 1.0)
         self._thr = self.threshold
 
     # -- decisions (the logic of dsp.stat_sad without hysteresis) -------------------------------
