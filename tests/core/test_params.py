@@ -44,10 +44,10 @@ def test_blocks_use_the_shared_checks(module):
 
 
 def test_block_parameters_are_checked_by_the_shared_helper():
-    from streamkit.dsp.stat_sad import StatSad
+    from streamkit.dsp.stat_sad import StatSAD
     from streamkit.models.sad_dnn_block import SadDnnBlock
 
     with pytest.raises(ConfigError, match="vote_window must be an int in 1..1001"):
         SadDnnBlock(vote_window=0)
     with pytest.raises(ConfigError, match="hysteresis must be a finite number >= 0"):
-        StatSad(hysteresis=-1.0)
+        StatSAD(hysteresis=-1.0)
