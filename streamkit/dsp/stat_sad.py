@@ -1,8 +1,7 @@
 """Statistical speech activity detector (the HF paper's Fig. 5), streaming and bit-exact.
 
 Heitkaemper, Schmalenstroeer, Ullmann, Ion, Haeb-Umbach, "A Database for Research on Detection
-and Enhancement of Speech Transmitted over HF links" (ITG 2021), §3.1; notes in
-``shared/sad-spec.md`` §3-4. Per frame of 64 ms every 32 ms at 8 kHz::
+and Enhancement of Speech Transmitted over HF links" (ITG 2021), §3.1. Per frame of 64 ms every 32 ms at 8 kHz::
 
     x (8 kHz) -> NaN/inf -> 0 -> Hann(512) -> FFT 1024 -> |X|^2 / sum(w^2) (+ floor)
       -> S x [ minimum statistics (Martin 2001) -> Wiener W = max(1 - gamma*sigma^2/|X|^2, G_min) ]
@@ -72,7 +71,7 @@ from streamkit.dsp.kernels.minstat import (
 
 VAD_SEGMENT = "vad.segment"
 DETECTOR = "stat"
-RATE = 8000  #: the only input rate (HF paper §2; sad-spec §1)
+RATE = 8000  #: the only input rate (HF paper §2)
 WIN = 512  #: 64 ms analysis window [PAPER §3.1]
 HOP = 256  #: 32 ms shift [PAPER §3.1]
 N_FFT = 1024  #: FFT size, the 512-sample frame zero-padded [PAPER §3.1]
@@ -82,7 +81,7 @@ N_FFT = 1024  #: FFT size, the 512-sample frame zero-padded [PAPER §3.1]
 #: --jobs 2``) by ``python benchmarks/tune_stat_sad.py --passes 4`` (seeded coordinate descent, 345
 #: configs, objective dev F1 at the dev-EER threshold, 0.5 s collar; benchmarks/results/tune_stat_sad.json):
 #: dev F1 37.2 -> 95.3 %, eval F1 at the dev-EER threshold 36.2 -> 94.0 % (DCF 34.4 -> 2.3 %), RT
-#: factor 0.0005. Old (spec §4.2) values in brackets. Only 5 dev files (12.5 min): expect some
+#: factor 0.0005. Earlier values in brackets. Only 5 dev files (12.5 min): expect some
 #: over-fit; the MS window (U*V = 3 frames = 96 ms) now acts as a short-term spectral-floor
 #: (peakiness) filter; the slow band noise tracker below follows the AGC-pumped noise level.
 ANALYSIS_DEFAULTS: dict[str, Any] = {
@@ -130,8 +129,8 @@ DECISION_DEFAULTS: dict[str, Any] = {
     # mean ">= bands_needed bands clearly above their adaptive thresholds"
     "threshold": 0.185,
     "hysteresis": 0.1,  # once speech, a frame stays speech while score > threshold - hysteresis
-    "vote_window": 25,  # centred majority vote over frames (sad-spec §2.5, [CODE] fgnt smooth_vad)
-    "vote_min": 12,  # speech if >= vote_min of vote_window frames are (sad-spec §2.5)
+    "vote_window": 25,  # centred majority vote over frames (the released code's smooth_vad)
+    "vote_min": 12,  # speech if >= vote_min of vote_window frames are
 }
 
 #: |X|^2 floor added to every bin (per-bin power of a -120 dBFS white noise): silence stays finite
@@ -516,7 +515,7 @@ class StatSAD(RateBlock):
         first sample on is found.
         Decision: threshold (0.185, the dev-EER threshold; 0.5: score > 0.5 <=> >= bands_needed bands above their adaptive
         threshold), hysteresis (0.1: speech continues while score > threshold - hysteresis),
-        vote_window (25, odd) and vote_min (12): the centred ">= 12 of 25" vote of sad-spec §2.5,
+        vote_window (25, odd) and vote_min (12): the centred ">= 12 of 25" vote of the released code,
         the first/last frame repeated at the edges.
     Tags:
         Input tags are not forwarded (``tag_policy`` CUSTOM). Adds ``sk:speech``
@@ -528,7 +527,7 @@ class StatSAD(RateBlock):
         ``vad.segment`` (:class:`~streamkit.core.events.ActivitySegment`, detector "stat", score =
         mean frame score of the segment, start_s/end_s = span / 8000) when a segment ends; span =
         ``[origin + 256 a, origin + 256 (b - 1) + 512)`` input items for speech frames ``a..b-1``
-        (the union of their windows, sad-spec §1).
+        (the union of their windows).
     Latency:
         ``256 + 12 * 256 = 3328`` input items (416 ms) after a frame's centre: the window's second
         half plus the vote's 12 frames of look-ahead; the last ``12`` frames are output by

@@ -2,7 +2,7 @@
 
 Same output, tags and events as ``dsp.stat_sad`` (detector ``"dnn"``), so either drives the
 monitor and downstream ASR: a score per 10 ms frame, the centred 25-frame ``>= 12`` vote of
-sad-spec §2.5 on ``score > threshold``, ``sk:speech`` boundary tags and ``vad.segment`` events.
+the authors' released code on ``score > threshold``, ``sk:speech`` boundary tags and ``vad.segment`` events.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class SadDnnBlock(WindowBlock):
         weights: weight file (default: the shipped ``streamkit/models/weights/sad_dnn.pt``).
         threshold: decision threshold on the score (default: the weight file's, the dev-EER
             threshold found in training).
-        vote_window (25, odd) / vote_min (12): the centred ">= 12 of 25" vote of sad-spec §2.5, the
+        vote_window (25, odd) / vote_min (12): the centred ">= 12 of 25" vote of the released code, the
             first/last decision repeated at the edges.
         threads: torch threads (``torch.set_num_threads``; default 1; process-wide, set in
             ``start`` and re-asserted when something else changed it). The numba backend runs on

@@ -836,7 +836,7 @@ def _default_geometry(window_s: float, hop_s: float, median_s: Any) -> SedGeomet
 
 @register("models.sed")
 class SedBlock(Sink):
-    """Sliding-window sound event detection with the SED CRNN (issue 7 §4); see the module docstring.
+    """Sliding-window sound event detection with the SED CRNN; see the module docstring.
 
     Ports:
         in: float32 mono audio at the model's rate (16000 Hz; anything else: ConfigError, put
