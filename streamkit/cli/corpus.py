@@ -22,21 +22,18 @@ def add_parsers(sub: Any) -> None:
                 arguments=add_corpus_parsers)  # fmt: skip
 
 
+#: corpus -> (help, description)
+DOCS = {
+    "hf": ("espeak-ng speech through the HF channel simulator, with labels and RTTM", "Generate the parallel HF speech corpus: espeak-ng speech in the paper's layout, through the HF channel simulator, with sample-exact labels and RTTM, train/dev/eval splits."),
+    "asr": ("multilingual (en, hi, ta, gu) espeak-ng sentences with transcripts and grapheme vocabularies", "Generate the multilingual ASR corpus (en, hi, ta, gu): espeak-ng sentences from offline word lists, speakers disjoint across train/dev/test, optional HF channel augmentation, grapheme vocabularies with B_ word-start symbols."),
+    "sed": ("10 s soundscapes of 10 event classes with DCASE labels (synthetic/weak/unlabelled/validation/eval)", "Generate the SED soundscape corpus (DCASE 2019 task 4 layout, 10 classes, 10 s clips): strongly labelled synthetic clips, weak and unlabelled real-domain clips (rooms, backgrounds, microphones), validation and eval with strong labels."),
+}  # fmt: skip
+
+
 def add_corpus_parsers(co: argparse.ArgumentParser) -> None:
     sub = commands(co, "what", metavar="WHAT", required=True)
-    add_command(sub, "hf", help="espeak-ng speech through the HF channel simulator, with labels and RTTM",
-                description="Generate the parallel HF speech corpus: espeak-ng speech in the paper's layout, through the HF channel "
-                            "simulator, with sample-exact labels and RTTM, train/dev/eval splits.",
-                arguments=add_hf_arguments, run=run_hf)  # fmt: skip
-    add_command(sub, "asr", help="multilingual (en, hi, ta, gu) espeak-ng sentences with transcripts and grapheme vocabularies",
-                description="Generate the multilingual ASR corpus (en, hi, ta, gu): espeak-ng sentences from offline word lists, speakers "
-                            "disjoint across train/dev/test, optional HF channel augmentation, grapheme vocabularies with B_ word-start symbols.",
-                arguments=add_asr_arguments, run=run_asr)  # fmt: skip
-    add_command(sub, "sed", help="10 s soundscapes of 10 event classes with DCASE labels (synthetic/weak/unlabelled/validation/eval)",
-                description="Generate the SED soundscape corpus (DCASE 2019 task 4 layout, 10 classes, 10 s clips): strongly labelled "
-                            "synthetic clips, weak and unlabelled real-domain clips (rooms, backgrounds, microphones), validation and eval "
-                            "with strong labels.",
-                arguments=add_sed_arguments, run=run_sed)  # fmt: skip
+    for name, arguments, run in (("hf", add_hf_arguments, run_hf), ("asr", add_asr_arguments, run_asr), ("sed", add_sed_arguments, run_sed)):
+        add_command(sub, name, help=DOCS[name][0], description=DOCS[name][1], arguments=arguments, run=run)
 
 
 # --------------------------------------------------------------------------- corpus hf
