@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from streamkit.core.machine import machine_info
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT = ROOT / "benchmarks" / "results" / "file_memory.json"
@@ -126,12 +127,9 @@ def measure(name: str, file: Path, tmp: Path, timeout: float) -> dict[str, Any]:
 
 
 def machine() -> dict[str, Any]:
-    info: dict[str, Any] = {"python": platform.python_version(), "platform": platform.platform(), "cpu_count": os.cpu_count(), "numpy": np.__version__}
+    """:func:`streamkit.core.machine.machine_info` and the memory size."""
+    info = machine_info()
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                info["cpu"] = line.split(":", 1)[1].strip()
-                break
         info["mem_total_gb"] = round(int(Path("/proc/meminfo").read_text().split()[1]) / 1024**2, 1)
     except (OSError, ValueError, IndexError):
         pass

@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parents[1]
 from streamkit.eval import sad_systems as ss  # noqa: E402
 from streamkit.eval.bench import machine_info  # noqa: E402
 from streamkit.eval.sad import Counts, RocCurve, best_f1_point, eer_point  # noqa: E402
-from streamkit.eval.sad_cli import PAPER_TABLE2, score_split, split_files  # noqa: E402
+from streamkit.eval.sad_files import PAPER_TABLE2, score_split, split_files  # noqa: E402
 from streamkit.io.outputs import atomic_output, write_text  # noqa: E402
 
 DEFAULT_CORPUS = ROOT / "benchmarks" / ".cache" / "hfc2h"

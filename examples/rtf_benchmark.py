@@ -4,7 +4,7 @@
 """
 
 from streamkit import FreeRun, Graph, Runner
-from streamkit.cli import format_rtf_table
+from streamkit.cli.graphs import format_rtf_table
 from streamkit.dsp import STFT, EnergyVAD, Highpass, Resample
 from streamkit.io import DemoSignal
 

@@ -299,6 +299,7 @@ def transcribe(
         [('en', True)]
     """
     from streamkit.models import transcribe as tr
+    from streamkit.models.rnnt_stream import DEFAULT_BEAM, DEFAULT_LEXICON_BEAM, DEFAULT_WORD_PENALTY
 
     _one_of("sad", sad, ("stat", "none"))
     _one_of("lid_select", lid_select, ("auto", "mean", "last"))
@@ -307,10 +308,10 @@ def transcribe(
     if not w.is_file():
         raise ConfigError(f"no RNN-T weights at {w}")
     if beam is None:
-        beam = tr.DEFAULT_LEXICON_BEAM if lexicon is not None else 4
+        beam = DEFAULT_LEXICON_BEAM if lexicon is not None else DEFAULT_BEAM
     if word_penalty is not None and lexicon is None:
         raise ConfigError("word_penalty needs a lexicon")
-    penalty = tr.DEFAULT_WORD_PENALTY if word_penalty is None else float(word_penalty)
+    penalty = (0.0 if lexicon is None else DEFAULT_WORD_PENALTY) if word_penalty is None else float(word_penalty)
     checks = {
         "beam": isinstance(beam, int) and beam >= 1,
         "threads": isinstance(threads, int) and threads >= 1,

@@ -57,8 +57,8 @@ DETECTORS = ("energy", "stat", "dnn", "asr", "sed")
 #: 83.81 against 85.01). The thresholds and median windows the file was tuned with stay.
 LIVE_SED: dict[str, Any] = {"clip_gate": 0.0}
 
-
-def _sed_weights() -> Any:
+def sed_weights() -> Any:
+    """The shipped SED weight file; a :class:`ConfigError` naming the command that trains it when this build has none."""
     import streamkit.models as models
 
     w = getattr(models, "SED_WEIGHTS", None)
@@ -67,7 +67,8 @@ def _sed_weights() -> Any:
     return w
 
 
-def _asr_weights() -> Path:
+def asr_weights() -> Path:
+    """The shipped RNN-T weight file; a :class:`ConfigError` naming the command that trains it when this build has none."""
     from streamkit.models import RNNT_WEIGHTS
 
     if not RNNT_WEIGHTS.is_file():
@@ -115,11 +116,11 @@ def build_station_graph(
         elif d == "asr":  # statistical SAD as an audio pass-through -> multilingual streaming RNN-T
             gate = g.add(lookup("dsp.speech_gate")(events="stat" not in detectors), name="asr_sad")
             g.connect(last, gate)
-            _asr_weights()  # the block's defaults are the CLI's: the shipped weights, LID shutoff, pre-roll
+            asr_weights()  # the block's defaults are the CLI's: the shipped weights, LID shutoff, pre-roll
             g.connect(gate, g.add(lookup("models.rnnt_asr")(**dict(asr_options or {})), name="asr"))
             continue
         elif d == "sed":  # sound event detection at 16 kHz, from the receiver's own rate (not the 8 kHz branch)
-            _sed_weights()
+            sed_weights()
             rs16 = g.add(lookup("dsp.resample")(to_hz=16000), name="rs16")
             g.connect(head, rs16)
             g.connect(rs16, g.add(lookup("models.sed")(**LIVE_SED), name="sed"))

@@ -71,8 +71,8 @@ def test_monitor_asr_lexicon_keeps_the_words_in_the_lists(tmp_path, monkeypatch)
     import argparse
     from pathlib import Path
 
-    from streamkit.cli import _asr_options
-    from streamkit.models.transcribe import DEFAULT_LEXICON_BEAM, DEFAULT_WORD_PENALTY
+    from streamkit.cli.monitor import _asr_options
+    from streamkit.models.rnnt_stream import DEFAULT_LEXICON_BEAM, DEFAULT_WORD_PENALTY
 
     assert _asr_options(argparse.Namespace(asr_lexicon=None)) == {}
     from streamkit.cli import build_parser
@@ -109,7 +109,8 @@ def test_live_sed_runs_without_the_files_clip_gates(tmp_path, monkeypatch):
 
     import torch
 
-    from streamkit.cli import build_mic_graph, build_parser
+    from streamkit.cli import build_parser
+    from streamkit.cli.monitor import build_mic_graph
     from streamkit.core.registry import lookup
     from streamkit.models.sed_crnn import SedModel, save_model
     from tests.models.test_sed_stream import tiny_cfg

@@ -298,7 +298,8 @@ def test_training_lowers_loss(tmp_path: Path) -> None:
 
 def test_monitor_and_mic_wiring() -> None:
     """`--sad dnn|both|all` puts models.sad_dnn after the level meter (fan-out, like dsp.stat_sad)."""
-    from streamkit.cli import _sad_detectors, build_parser
+    from streamkit.cli import build_parser
+    from streamkit.cli.monitor import _sad_detectors
     from streamkit.io.kiwi_source import parse_station
     from streamkit.monitor import build_station_graph
 

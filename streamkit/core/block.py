@@ -6,6 +6,7 @@ Lifecycle (the same for every flavour)::
     negotiate(inputs)    pure: input StreamSpecs -> output StreamSpecs, ConfigError on mismatch
     start(ctx)           allocate state, load models, warm up JIT/torch on ctx.dummy_input(...)
     work...(x, ctx)      process items (flavour-specific signature, below)
+    drain(ctx)           before a reset at a gap: return the items the block holds back (RateBlock)
     reset(cause)         drop internal state (called on a Gap when on_gap is RESET, on errors)
     flush(ctx)           end of stream: return trailing output, emit pending events
     stop()               release resources; never raises
@@ -140,6 +141,17 @@ class Block:
 
     def start(self, ctx: Context) -> None:
         """Allocate state and warm up. Called once negotiate() has fixed the specs."""
+
+    def drain(self, ctx: Context) -> np.ndarray | None:
+        """Before a reset at a gap: return the output items the block still holds back (or None).
+
+        For a :class:`RateBlock` that delays its output (a delay line, a look-ahead: e.g.
+        ``dsp.speech_gate``): when a gap arrives under ``on_gap`` RESET, the runtime calls
+        ``drain`` and forwards what it returns before it calls :meth:`reset`, so that nothing is lost
+        but what the source lost. ``ctx.position`` is the index the held items end at. Default:
+        nothing held (the runtime calls only a subclass's own ``drain``).
+        """
+        return None
 
     def reset(self, cause: Gap | None = None) -> None:
         """Drop internal state. Idempotent and cheap."""

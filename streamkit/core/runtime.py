@@ -22,6 +22,14 @@ applied (split + reset, or zero-fill), errors turned into ``block.error`` events
 ``Gap(BLOCK_ERROR)`` zeros per ``on_error``, and staged parameter changes applied between chunks.
 What it guarantees to users: every loss is a tag, an event and a counter; metrics per block; RT
 factor with the first call (warm-up) reported apart; events delivered in order on their own thread.
+
+The runtime's parts: this module (the :class:`Runner`: set-up, the push of a chunk through the
+blocks, gaps, errors, flush), :mod:`streamkit.core.sources` (reading sources),
+:mod:`streamkit.core.nodes` (the per-block record and call accounting),
+:mod:`streamkit.core.buffers` (tag mapping through rate changes, window buffers),
+:mod:`streamkit.core.event_bus` (event delivery), :mod:`streamkit.core.run_stats` (statistics) and
+:mod:`streamkit.core.multi_runner` (many graphs on one thread). The names they define are
+importable from here as before.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ import logging
 import threading
 import time
 import traceback
-from collections import Counter, deque
+from collections import Counter
 from dataclasses import replace
 from fractions import Fraction
 from math import floor
@@ -51,263 +59,25 @@ from streamkit.core.block import (
     Source,
     SourceRead,
     SyncBlock,
-    TagPolicy,
     WindowBlock,
 )
+from streamkit.core.buffers import TagMapper, WindowBuffer, round_half_up
 from streamkit.core.clock import FreeRun, Mode, Paced, RealTime
 from streamkit.core.context import Context
 from streamkit.core.errors import BlockError, ConfigError, GraphFatal
-from streamkit.core.events import Event, kind_matches
-from streamkit.core.graph import Graph, Subscription
+from streamkit.core.event_bus import EventBus
+from streamkit.core.events import Event
+from streamkit.core.graph import Graph
 from streamkit.core.metrics import LatencyStats
-from streamkit.core.sink_queue import SinkQueue, drop_victim
-from streamkit.core.tags import Gap, GapCause, ParamChange, TimeAnchor
+from streamkit.core.nodes import RATE, SINK, SOURCE, SYNC, WINDOW, Node, count_call
+from streamkit.core.run_stats import runner_stats
+from streamkit.core.sources import read_source
+from streamkit.core.tags import Gap, GapCause, ParamChange
 from streamkit.core.types import Chunk, StreamSpec, Tag
 
 log = logging.getLogger("streamkit.runtime")
 
 _perf = time.perf_counter_ns
-_HALF = Fraction(1, 2)
-
-SOURCE, SYNC, RATE, WINDOW, SINK = range(5)
-
-
-def round_half_up(x: Fraction) -> int:
-    return floor(x + _HALF)
-
-
-class TagMapper:
-    """Moves tags through a rate change: input ``i`` -> output ``round_half_up((i - in_base + delay) * ratio) + out_base``.
-
-    Re-based after a reset so that the mapping restarts where the output actually is.
-    Tags are held until the output reaches their offset (a resampler's output lags its input).
-    """
-
-    __slots__ = ("ratio", "delay", "in_base", "out_base", "pending")
-
-    def __init__(self, ratio: Fraction, delay: Fraction) -> None:
-        self.ratio = Fraction(ratio)
-        self.delay = Fraction(delay)
-        self.in_base = 0
-        self.out_base = 0
-        self.pending: deque[Tag] = deque()
-
-    def map(self, offset: int) -> int:
-        return self.out_base + round_half_up((Fraction(offset - self.in_base) + self.delay) * self.ratio)
-
-    def rebase(self, in_index: int, out_index: int) -> None:
-        self.in_base = in_index
-        self.out_base = out_index
-
-    def add(self, tag: Tag) -> None:
-        self.pending.append(Tag(max(self.map(tag.offset), self.out_base), tag.key, tag.value))
-
-    def take(self, out_start: int, out_stop: int, final: bool = False) -> list[Tag]:
-        res: list[Tag] = []
-        p = self.pending
-        last = max(out_start, out_stop - 1)
-        while p and (final or p[0].offset < out_stop):
-            t = p.popleft()
-            off = t.offset
-            if off < out_start:
-                off = out_start
-            elif final and off > last:
-                off = last
-            res.append(t if off == t.offset else Tag(off, t.key, t.value))
-        return res
-
-
-class WindowBuffer:
-    """The runtime-owned history of a :class:`WindowBlock`."""
-
-    __slots__ = ("window", "hop", "pad_start", "buf", "n", "pos", "real", "emitted")
-
-    def __init__(self, window: int, hop: int, channels: int, dtype: np.dtype, pad_start: int, first_index: int = 0) -> None:
-        self.window = window
-        self.hop = hop
-        self.pad_start = pad_start
-        self.buf = np.zeros((max(2 * window, 1024), channels), dtype=dtype)
-        self.n = pad_start
-        self.pos = first_index - pad_start  # input index of buf[0] (negative inside the padding)
-        self.real = 0
-        self.emitted = 0
-
-    def reset(self, index: int) -> None:
-        self.buf[: self.pad_start] = 0
-        self.n = self.pad_start
-        self.pos = index - self.pad_start
-        self.real = 0
-        self.emitted = 0
-
-    def append(self, x: np.ndarray, real: bool = True) -> None:
-        m = x.shape[0]
-        need = self.n + m
-        if need > self.buf.shape[0]:
-            nb = np.zeros((max(need, 2 * self.buf.shape[0]), self.buf.shape[1]), dtype=self.buf.dtype)
-            nb[: self.n] = self.buf[: self.n]
-            self.buf = nb
-        self.buf[self.n : need] = x
-        self.n = need
-        if real:
-            self.real += m
-
-    def count(self) -> int:
-        return (self.n - self.window) // self.hop + 1 if self.n >= self.window else 0
-
-    def frames(self, k: int) -> np.ndarray:
-        # the ndarray constructor on the (C-contiguous) buffer: the same read-only strided view as
-        # numpy's as_strided, at a quarter of its cost (it is made on every call of a window block)
-        s0, s1 = self.buf.strides
-        v = np.ndarray((k, self.window, self.buf.shape[1]), self.buf.dtype, buffer=self.buf, strides=(self.hop * s0, s0, s1))
-        v.flags.writeable = False
-        return v
-
-    def consume(self, k: int) -> None:
-        adv = k * self.hop
-        rest = self.n - adv
-        if rest > 0:
-            self.buf[:rest] = self.buf[adv : self.n]
-        self.n = max(rest, 0)
-        self.pos += adv
-        self.emitted += k
-
-
-class EventBus:
-    """Delivers events to subscribers in order, on its own thread, through a bounded queue.
-
-    A slow subscriber never blocks the data path: when the queue is full the oldest *partial*
-    event (``*.partial``, ``graph.stats``, ``level.*``) is dropped first, then the oldest event;
-    drops are counted in ``dropped``. A sink with ``may_drop`` (a console) is fed through its own
-    :class:`~streamkit.core.sink_queue.SinkQueue` instead, so that it never holds up the others;
-    what it misses is counted in ``sink_dropped``.
-    """
-
-    def __init__(self, subscriptions: list[Subscription], maxlen: int = 10000, threaded: bool = True) -> None:
-        self.subs = subscriptions
-        self.maxlen = maxlen
-        self.threaded = threaded and bool(subscriptions)
-        self.q: deque[Event] = deque()
-        self.cv = threading.Condition()
-        self.dropped = 0
-        self.sink_errors = 0
-        self._closing = False
-        self._thread: threading.Thread | None = None
-        self._queues: dict[int, SinkQueue] = {}  # id(subscription) -> its own queue, for may_drop sinks
-
-    @property
-    def sinks_left_behind(self) -> list[str]:
-        """The ``may_drop`` sinks still blocked when the run ended (their output stalled)."""
-        return sorted({sq.label for sq in self._queues.values() if sq.left_behind})
-
-    @property
-    def sink_dropped(self) -> dict[str, int]:
-        """Events each ``may_drop`` sink never got, by sink (only those that missed some)."""
-        out: dict[str, int] = {}
-        for sq in self._queues.values():
-            if sq.dropped:
-                out[sq.label] = out.get(sq.label, 0) + sq.dropped
-        return out
-
-    def open(self, graph_name: str) -> None:
-        for s in self.subs:
-            if getattr(s.sink, "may_drop", False):
-                sq = SinkQueue(s.sink, graph_name, maxlen=getattr(s.sink, "queue_size", 1000))
-                self._queues[id(s)] = sq
-                sq.start()
-            else:
-                s.sink.open(graph_name)
-        if self.threaded:
-            self._thread = threading.Thread(target=self._loop, name=f"events-{graph_name}", daemon=True)
-            self._thread.start()
-
-    def publish(self, ev: Event) -> None:
-        if not self.subs:
-            return
-        if not self.threaded:
-            self._deliver(ev)
-            return
-        with self.cv:
-            if len(self.q) >= self.maxlen:
-                del self.q[drop_victim(self.q)]
-                self.dropped += 1
-            self.q.append(ev)
-            self.cv.notify()
-
-    def _deliver(self, ev: Event) -> None:
-        for s in self.subs:
-            if kind_matches(ev.kind, s.kinds):
-                sq = self._queues.get(id(s))
-                if sq is not None:
-                    sq.put(ev)
-                    continue
-                try:
-                    s.sink.handle(ev)
-                except Exception:  # a broken sink must not take the graph down
-                    self.sink_errors += 1
-                    if self.sink_errors <= 3:
-                        log.exception("event sink %s failed on %s", type(s.sink).__name__, ev.kind)
-
-    def _loop(self) -> None:
-        while True:
-            with self.cv:
-                while not self.q and not self._closing:
-                    self.cv.wait(0.5)
-                if not self.q and self._closing:
-                    return
-                batch = list(self.q)
-                self.q.clear()
-            for ev in batch:
-                self._deliver(ev)
-
-    def close(self) -> None:
-        if self._thread is not None:
-            with self.cv:
-                self._closing = True
-                self.cv.notify()
-            self._thread.join(timeout=30)
-        for s in self.subs:
-            sq = self._queues.get(id(s))
-            if sq is not None:
-                sq.close(getattr(s.sink, "close_timeout_s", 5.0))
-                continue
-            try:
-                s.sink.close()
-            except Exception:
-                log.exception("event sink %s failed to close", type(s.sink).__name__)
-
-
-class _Node:
-    __slots__ = (
-        "name", "block", "ctx", "kind", "children", "in_spec", "out_spec", "in_index", "out_index",
-        "mapper", "wbuf", "fill_shift", "consecutive_errors", "ended", "rate_in", "work",
-        "forward", "limit", "t0", "next_due", "m", "first_done", "length_checked", "live",
-    )  # fmt: skip
-
-    def __init__(self, name: str, block: Block, ctx: Context, kind: int) -> None:
-        self.name = name
-        self.block = block
-        self.ctx = ctx
-        self.kind = kind
-        self.children: list[_Node] = []
-        self.in_spec: StreamSpec | None = ctx.in_specs.get("in")
-        self.out_spec: StreamSpec | None = ctx.out_specs.get("out")
-        self.in_index = 0
-        self.out_index = 0
-        self.mapper: TagMapper | None = None
-        self.wbuf: WindowBuffer | None = None
-        self.fill_shift = 0
-        self.consecutive_errors = 0
-        self.ended = False
-        self.rate_in = float(self.in_spec.rate) if self.in_spec is not None else (float(self.out_spec.rate) if self.out_spec else 0.0)
-        self.work: Any = None
-        self.forward = block.tag_policy == TagPolicy.FORWARD
-        self.limit: int | None = None
-        self.t0 = 0.0
-        self.next_due = 0.0
-        self.m = ctx.metrics
-        self.first_done = False
-        self.length_checked = False
-        self.live = bool(getattr(block, "live", False))
 
 
 class Runner:
@@ -360,15 +130,15 @@ class Runner:
         self.events: list[Event] = []
         self.bus = EventBus(graph.subscriptions, maxlen=event_queue, threaded=threaded_events)
         self._seq = itertools.count()
-        self._nodes: dict[str, _Node] = {}
-        self._sources: list[_Node] = []
-        self._order: list[_Node] = []
+        self._nodes: dict[str, Node] = {}
+        self._sources: list[Node] = []
+        self._order: list[Node] = []
         self._stop = threading.Event()
         self.notify = notify or threading.Event()
         self._prepared = False
         self._bus_open = False
         self._started = False
-        self._up: list[_Node] = []  # blocks whose start() returned, in start order
+        self._up: list[Node] = []  # blocks whose start() returned, in start order
         self._finished = False
         self.state = "new"
         self.fatal: str | None = None
@@ -418,7 +188,7 @@ class Runner:
                 kind = SYNC
             else:
                 raise ConfigError(f"{name}: {type(blk).__name__} is not a Source, SyncBlock, RateBlock, WindowBlock or Sink")
-            node = _Node(name, blk, ctx, kind)
+            node = Node(name, blk, ctx, kind)
             self._nodes[name] = node
             self._order.append(node)
         for name in info.order:
@@ -431,7 +201,7 @@ class Runner:
         self._start_nodes([n for n in self._order if n.kind != SOURCE])
         self._prepared = True
 
-    def _start_nodes(self, nodes: list[_Node]) -> None:
+    def _start_nodes(self, nodes: list[Node]) -> None:
         try:
             for node in nodes:
                 t0 = _perf()
@@ -471,7 +241,7 @@ class Runner:
         self.state = "running"
         self._emit_runtime(E.GRAPH_STATE, E.SourceState("running", f"mode={self.mode.name}"), self._order[0], (0, 0))
 
-    def _setup_node(self, node: _Node) -> None:
+    def _setup_node(self, node: Node) -> None:
         blk = node.block
         node.work = getattr(blk, "work", None)
         if node.kind == RATE:
@@ -495,7 +265,7 @@ class Runner:
         self._make_event(kind, ctx.name, port or ctx.port, span, ctx.anchors.time_of(span[0]), ctx.anchors.time_of(span[1]), payload)
         ctx.metrics.events += 1
 
-    def _emit_runtime(self, kind: str, payload: Any, node: _Node, span: tuple[int, int], port: str | None = None) -> None:
+    def _emit_runtime(self, kind: str, payload: Any, node: Node, span: tuple[int, int], port: str | None = None) -> None:
         anchors = node.ctx.anchors
         self._make_event(kind, "runtime" if kind.startswith("graph.") else node.name, port or node.ctx.port, span,
                          anchors.time_of(span[0]), anchors.time_of(span[1]), payload)  # fmt: skip
@@ -515,7 +285,7 @@ class Runner:
         self.bus.publish(ev)
 
     # ------------------------------------------------------------------ data path
-    def _push(self, node: _Node, start: int, x: np.ndarray, tags: tuple[Tag, ...] | list[Tag]) -> None:
+    def _push(self, node: Node, start: int, x: np.ndarray, tags: tuple[Tag, ...] | list[Tag]) -> None:
         """Process one chunk at ``node`` and push the result to its children (depth-first).
 
         The fast path (a :class:`SyncBlock`, no tags, no staged parameters) walks down a linear
@@ -573,7 +343,7 @@ class Runner:
                 self._push(ch, out_start, y, ())
             return
 
-    def _push_general(self, node: _Node, start: int, x: np.ndarray, tags: tuple[Tag, ...]) -> None:
+    def _push_general(self, node: Node, start: int, x: np.ndarray, tags: tuple[Tag, ...]) -> None:
         blk = node.block
         out_tags: list[Tag] = []
         # 1. format changes are handled before anything else (flush, renegotiate, restart)
@@ -614,7 +384,7 @@ class Runner:
         else:
             self._work_segment(node, start, x, list(tags), out_tags, 0)
 
-    def _apply_gap_policy(self, node: _Node, seg_start: int, seg_x: np.ndarray, seg_tags: list[Tag], gap: Gap,
+    def _apply_gap_policy(self, node: Node, seg_start: int, seg_x: np.ndarray, seg_tags: list[Tag], gap: Gap,
                           out_tags: list[Tag]) -> tuple[np.ndarray, list[Tag], int]:  # fmt: skip
         """RESET: reset the block (and its window buffer / tag mapping) before ``seg_start``.
         ZERO_FILL: put ``gap.lost`` zeros in front of the segment; returns how many."""
@@ -630,14 +400,13 @@ class Runner:
                 Tag(t.offset - lost, T.GAP, replace(gap, filled=True)) if (t.key == T.GAP and t.offset == seg_start) else t for t in seg_tags
             ]
             return np.concatenate([fill, seg_x]), new_tags, lost
-        # RESET (or a fill too large / of unknown length). A block that holds items back (a delay
-        # line, a look-ahead) hands them on first through ``drain(ctx)``: loss is what the source
-        # lost, never what a block was holding at the gap.
-        drain = getattr(blk, "drain", None)
-        if drain is not None and node.kind == RATE:
+        # RESET (or a fill too large / of unknown length). A rate block that holds items back (a
+        # delay line, a look-ahead) hands them on first through its ``drain(ctx)``: loss is what
+        # the source lost, never what a block was holding at the gap.
+        if node.kind == RATE and type(blk).drain is not Block.drain:
             node.ctx.position = node.in_index + node.fill_shift
             t0 = _perf()
-            y = drain(node.ctx)
+            y = blk.drain(node.ctx)
             node.m.busy_ns += _perf() - t0
             self._emit_output(node, y, out_tags, [])
         node.m.resets += 1
@@ -650,7 +419,7 @@ class Runner:
             node.mapper.rebase(bidx, node.out_index)
         return seg_x, seg_tags, 0
 
-    def _work_segment(self, node: _Node, start: int, x: np.ndarray, tags: list[Tag], out_tags: list[Tag], filled: int) -> None:
+    def _work_segment(self, node: Node, start: int, x: np.ndarray, tags: list[Tag], out_tags: list[Tag], filled: int) -> None:
         """Run the block on upstream items [start, start+len(x)-filled) (preceded by ``filled`` zeros)."""
         ctx = node.ctx
         m = node.m
@@ -701,12 +470,12 @@ class Runner:
                 raise
             y, extra = self._failed(node, exc, bstart, x, n)
         if n or y is not None:
-            self._count_call(node, dt, n)
+            count_call(node, dt, n)
         m.items_in += n
         node.in_index += n - filled
         self._emit_output(node, y, out_tags, extra)
 
-    def _emit_output(self, node: _Node, y: np.ndarray | None, out_tags: list[Tag], extra: list[Tag], final: bool = False) -> None:
+    def _emit_output(self, node: Node, y: np.ndarray | None, out_tags: list[Tag], extra: list[Tag], final: bool = False) -> None:
         ctx = node.ctx
         out_start = node.out_index
         k = 0 if y is None else y.shape[0]
@@ -742,7 +511,7 @@ class Runner:
         for ch in node.children:
             self._push(ch, out_start, y, tags_now)
 
-    def _consume(self, node: _Node, start: int, x: np.ndarray, tags: tuple[Tag, ...]) -> None:
+    def _consume(self, node: Node, start: int, x: np.ndarray, tags: tuple[Tag, ...]) -> None:
         m = node.m
         n = x.shape[0]
         node.ctx.position = start
@@ -752,31 +521,16 @@ class Runner:
             node.consecutive_errors = 0
         except Exception as exc:
             self._failed(node, exc, start, x, n)
-        self._count_call(node, _perf() - t0, n)
+        count_call(node, _perf() - t0, n)
         m.items_in += n
         node.in_index += n
 
-    @staticmethod
-    def _count_call(node: _Node, dt: int, n: int) -> None:
-        """Account one call: the first call with items is the warm-up, kept apart from busy time.
-        (The SyncBlock fast path in :meth:`_push` does the same inline.)"""
-        m = node.m
-        if not node.first_done and n:
-            node.first_done = True
-            m.first_call_ns = dt
-            m.first_call_items = n
-        else:
-            m.busy_ns += dt
-            if dt > m.max_call_ns:
-                m.max_call_ns = dt
-        m.calls += 1
-
-    def _after_failure(self, node: _Node, n: int, y: np.ndarray | None, extra: list[Tag]) -> None:
+    def _after_failure(self, node: Node, n: int, y: np.ndarray | None, extra: list[Tag]) -> None:
         node.in_index += n
         node.m.items_in += n
         self._emit_output(node, y, [], extra)
 
-    def _failed(self, node: _Node, exc: Exception, start: int, x: np.ndarray, n: int) -> tuple[np.ndarray | None, list[Tag]]:
+    def _failed(self, node: Node, exc: Exception, start: int, x: np.ndarray, n: int) -> tuple[np.ndarray | None, list[Tag]]:
         """Apply ``on_error``; returns the replacement output and extra tags."""
         blk = node.block
         node.m.errors += 1
@@ -821,7 +575,7 @@ class Runner:
                            (node.out_index, node.out_index), port=f"{node.name}.out")  # fmt: skip
         return y, [Tag(node.out_index, T.GAP, gap)] if k else []
 
-    def _renegotiate(self, node: _Node, spec: StreamSpec) -> None:
+    def _renegotiate(self, node: Node, spec: StreamSpec) -> None:
         """A FormatChange reached ``node``: flush what it holds, renegotiate, restart."""
         if node.kind == SOURCE:
             return
@@ -851,111 +605,8 @@ class Runner:
         if node.out_spec is not None and node.out_spec != old_out:
             node.ctx.added_tags.append(Tag(node.out_index, T.FORMAT, T.FormatChange(node.out_spec)))
 
-    # ------------------------------------------------------------------ sources
-    def _read_source(self, node: _Node, now: float) -> bool:
-        """Read one chunk from a source if the mode allows; returns True if items moved."""
-        blk: Source = node.block  # type: ignore[assignment]
-        spec = node.out_spec
-        assert spec is not None
-        rate = float(spec.rate)
-        chunk = self.chunk or max(1, int(round(self.chunk_s * rate)))
-        want = chunk
-        if node.limit is not None:
-            want = min(want, node.limit - node.out_index)
-            if want <= 0:
-                self._end_source(node, "duration reached")
-                return False
-        if not node.live and not isinstance(self.mode, FreeRun):
-            speed = self.mode.speed
-            due = node.t0 + (node.out_index + want) / (rate * speed)
-            if now < due:
-                node.next_due = due
-                return False
-        if node.live:  # take everything that arrived (up to the duration limit)
-            want = (1 << 30) if node.limit is None else node.limit - node.out_index
-        t0 = _perf()
-        try:
-            r = blk.read(want, node.ctx)
-        except Exception as exc:
-            if blk.on_error == ErrorPolicy.RAISE:
-                raise BlockError(node.name, (node.out_index, node.out_index), exc) from exc
-            self._failed(node, exc, node.out_index, np.zeros((0, 1)), 0)
-            self._end_source(node, f"error: {exc}")
-            return False
-        dt = _perf() - t0
-        if r is None:
-            self._end_source(node, "end of stream")
-            return False
-        x = r.samples
-        n = x.shape[0]
-        if n or r.tags:
-            if x.ndim == 1:
-                x = x.reshape(n, 1)
-            if x.dtype != spec.dtype or x.shape[1] != spec.channels:
-                if x.shape[1] != spec.channels:
-                    raise BlockError(node.name, (node.out_index, node.out_index + n), ValueError(f"source produced {x.shape[1]} channels, spec says {spec.channels}"))
-                x = x.astype(spec.dtype)
-            m = node.m
-            self._count_call(node, dt, n)
-            m.items_out += n
-            m.items_in += n
-            self._ingest_mono = time.monotonic_ns()
-            tags = sorted(r.tags, key=_off)
-            if node.out_index == 0 and not any(t.key == T.TIME and t.offset == 0 for t in tags):
-                tags.insert(0, Tag(0, T.TIME, TimeAnchor(self._t_start_wall, "host" if node.live else "synthetic")))
-            # split at format changes so that each FormatChange starts a chunk
-            cuts = sorted({t.offset for t in tags if t.key == T.FORMAT and t.offset > node.out_index})
-            pieces = []
-            lo = node.out_index
-            for c in cuts + [node.out_index + n]:
-                pieces.append((lo, x[lo - node.out_index : c - node.out_index], [t for t in tags if lo <= t.offset < c or (c == node.out_index + n and t.offset >= c)]))
-                lo = c
-            base = node.out_index
-            for p_start, p_x, p_tags in pieces:
-                self._source_tags(node, p_tags)
-                if p_x.flags.writeable:
-                    p_x.flags.writeable = False
-                node.out_index = p_start + p_x.shape[0]
-                for ch in node.children:
-                    self._push(ch, p_start, p_x, p_tags)
-            node.out_index = base + n
-            node.in_index = node.out_index
-        if r.end:
-            self._end_source(node, "end of stream")
-        return bool(n > 0)
-
-    def _source_tags(self, node: _Node, tags: list[Tag]) -> None:
-        # anchors first, so that a gap event is timed by the fresh anchor at its offset
-        tags = sorted(tags, key=lambda t: (t.offset, t.key != T.TIME))
-        for t in tags:
-            if t.key == T.TIME:
-                node.ctx.anchors.add(t.offset, t.value)
-            elif t.key == T.GAP:
-                g: Gap = t.value
-                self.gap_count += 1
-                self.gaps_by_cause[g.cause.value if isinstance(g.cause, GapCause) else str(g.cause)] += 1
-                if g.lost:
-                    self.dropped_items += g.lost
-                if g.cause == GapCause.RECONNECT:
-                    self.reconnects += 1
-                self._emit_runtime(E.STREAM_GAP, E.GapInfo(g.cause.value if isinstance(g.cause, GapCause) else str(g.cause), g.lost, g.filled,
-                                   self.dropped_items, self.gap_count, g.detail), node, (t.offset, t.offset))  # fmt: skip
-                if g.cause == GapCause.XRUN:
-                    self.xruns += 1
-                    self._emit_runtime(E.STREAM_XRUN, E.XrunInfo(g.detail or "input_overflow", self.xruns), node, (t.offset, t.offset))
-            elif t.key == T.FORMAT:
-                spec: StreamSpec = t.value.spec
-                old_rate = float(node.out_spec.rate) if node.out_spec is not None else float(spec.rate)
-                node.out_spec = spec
-                node.ctx.out_specs = {"out": spec}
-                node.ctx.anchors.set_rate(spec.rate)
-                node.rate_in = float(spec.rate)
-                if self.duration is not None:  # the limit is in seconds of stream: recount at the new rate
-                    elapsed = t.offset / old_rate
-                    node.limit = t.offset + int(round((self.duration - elapsed) * float(spec.rate)))
-                self._emit_runtime(E.STREAM_FORMAT, {"spec": spec.to_dict()}, node, (t.offset, t.offset))
-
-    def _end_source(self, node: _Node, reason: str) -> None:
+    # ------------------------------------------------------------------ sources (reading: streamkit.core.sources)
+    def _end_source(self, node: Node, reason: str) -> None:
         if node.ended:
             return
         node.ended = True
@@ -970,7 +621,7 @@ class Runner:
         moved = False
         for s in self._sources:
             if not s.ended:
-                moved = self._read_source(s, now) or moved
+                moved = read_source(self, s, now) or moved
         if self.stats_interval_s and now - self._last_stats >= self.stats_interval_s:
             self._last_stats = now
             self._emit_runtime(E.GRAPH_STATS, self.stats(brief=True), self._order[0], (0, 0))
@@ -1042,7 +693,7 @@ class Runner:
             self._emit_runtime(E.GRAPH_STATE, E.SourceState(self.state, self.fatal or ""), self._order[0], (0, 0))
             self.bus.close()
 
-    def _flush_node(self, node: _Node) -> None:
+    def _flush_node(self, node: Node) -> None:
         if node.kind == SOURCE:
             self._end_source(node, "stopped")
             return
@@ -1093,7 +744,7 @@ class Runner:
             if abs(err) > blk.length_slack + 1e-9:  # type: ignore[attr-defined]
                 log.warning("%s: produced %d items for %d in (ratio %s): off by %.1f", node.name, node.out_index, node.in_index, r, err)
 
-    def _safe_stop(self, node: _Node) -> None:
+    def _safe_stop(self, node: Node) -> None:
         try:
             node.block.stop()
         except Exception:
@@ -1104,172 +755,16 @@ class Runner:
         return self._nodes[name].m
 
     def stats(self, brief: bool = False) -> dict[str, Any]:
-        """A snapshot: RT factor total and per block, counters, latencies."""
-        src_s = {s.name: (s.out_index / float(s.out_spec.rate) if s.out_spec else 0.0) for s in self._sources}
-        audio_s = max(src_s.values()) if src_s else 0.0
-        blocks: dict[str, Any] = {}
-        busy = 0
-        busy_first = 0
-        for node in self._order:
-            m = node.m
-            busy += m.busy_ns
-            busy_first += m.first_call_ns
-            blocks[node.name] = m.to_dict(node.rate_in) if not brief else {"rtf": m.rtf(node.rate_in), "errors": m.errors}
-        wall = time.monotonic() - self._t_start_mono if self._t_start_mono else 0.0
-        st: dict[str, Any] = {
-            "graph": self.graph.name,
-            "mode": self.mode.name,
-            "state": self.state,
-            "stream_s": audio_s,
-            "wall_s": wall,
-            "rtf_total": (busy / 1e9) / audio_s if audio_s > 0 else None,
-            "gaps": self.gap_count,
-            "gaps_by_cause": dict(self.gaps_by_cause),
-            "dropped_items": self.dropped_items,
-            "xruns": self.xruns,
-            "reconnects": self.reconnects,
-            "blocks": blocks,
-        }
-        if not brief:
-            st["rtf_total_incl_first_call"] = ((busy + busy_first) / 1e9) / audio_s if audio_s > 0 else None
-            st["first_call_ms"] = {n.name: n.m.first_call_ns / 1e6 for n in self._order}
-            st["start_ms"] = {n.name: n.m.start_ns / 1e6 for n in self._order}
-            st["source_s"] = src_s
-            st["events"] = dict(self.event_counts)
-            st["events_dropped"] = self.bus.dropped
-            if self.bus.sink_dropped:
-                st["events_dropped_by_sink"] = self.bus.sink_dropped
-            if self.bus.sinks_left_behind:
-                st["event_sinks_left_behind"] = self.bus.sinks_left_behind
-            st["latency_ms"] = {k: v.summary() for k, v in self.latency.items()}
-            st["processing_latency_ms"] = {k: v.summary() for k, v in self.proc_latency.items()}
-            st["algorithmic_latency_s"] = self.graph.path_latency_s()
-            st["fatal"] = self.fatal
-        return st
-
-
-class ReadyFlag:
-    """A runner's ``notify`` under a :class:`MultiRunner`: ``set()`` (called by a live source's
-    producer after each write) queues the runner as ready and wakes the scheduler. Duck-types the
-    ``threading.Event`` methods sources use (set, clear, wait, is_set)."""
-
-    __slots__ = ("runner", "ready", "shared")
-
-    def __init__(self, runner: Runner, ready: deque[Runner], shared: threading.Event) -> None:
-        self.runner, self.ready, self.shared = runner, ready, shared
-
-    def set(self) -> None:
-        self.ready.append(self.runner)  # deque.append is atomic: safe from any producer thread
-        self.shared.set()
-
-    def is_set(self) -> bool:
-        return self.shared.is_set()
-
-    def clear(self) -> None:
-        self.shared.clear()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        return self.shared.wait(timeout)
-
-
-class MultiRunner:
-    """Runs many graphs (one per station) on one scheduler thread.
-
-    A graph whose sources are all live is stepped only when one of its sources signalled new items
-    (its :class:`ReadyFlag` queued it), plus once every ``sweep_s`` for statistics, watchdog-driven
-    ends and stop requests; graphs with file or paced sources are stepped every round. Stepping
-    every graph whenever any source signals would cost N steps per arriving frame, i.e. O(N^2) per
-    second: benchmarks/kiwi_stations.py measured 89 % of a core for 200 KiwiSDR stations that way
-    and 35 % with the ready queue. A graph that fails (GraphFatal, a block error under RAISE) is
-    finished and reported in ``failures``; the others go on.
-    """
-
-    def __init__(self, runners: list[Runner], sweep_s: float = 0.25) -> None:
-        self.runners = list(runners)
-        self.notify = threading.Event()
-        self.ready: deque[Runner] = deque()
-        self.sweep_s = sweep_s
-        for r in self.runners:
-            if r._started:
-                raise ConfigError(f"graph {r.graph.name!r}: start it through the MultiRunner, not before")
-            r.notify = ReadyFlag(r, self.ready, self.notify)  # type: ignore[assignment]
-        self.failures: dict[str, str] = {}
-        self._stop = threading.Event()
-
-    def request_stop(self) -> None:
-        self._stop.set()
-        self.notify.set()
-
-    def _step(self, r: Runner, active: set[Runner]) -> bool:
-        try:
-            moved = r.step()
-        except (GraphFatal, BlockError) as exc:
-            self.failures[r.graph.name] = str(exc)
-            r.fatal = str(exc)
-            r.finish(flush=False)
-            active.discard(r)
-            return False
-        if r.done:
-            r.finish()
-            active.discard(r)
-        return moved
-
-    def run(self) -> dict[str, dict[str, Any]]:
-        # every block of every graph starts (models loaded, kernels compiled) before any source does:
-        # a station streaming while another graph compiles would overflow its ring
-        try:
-            for r in self.runners:
-                r.prepare()
-            for r in self.runners:
-                r.start()
-        except BaseException:
-            for r in self.runners:
-                r.abort()
-                r.finish(flush=False)
-            raise
-        active = set(self.runners)
-        polled = [r for r in self.runners if any(not s.live for s in r._sources)]
-        last_sweep = 0.0
-        try:
-            while active and not self._stop.is_set():
-                now = time.monotonic()
-                moved = False
-                if now - last_sweep >= self.sweep_s:
-                    last_sweep = now
-                    self.ready.clear()
-                    for r in list(active):
-                        moved = self._step(r, active) or moved
-                else:
-                    seen: set[Runner] = set()
-                    while self.ready:
-                        r = self.ready.popleft()
-                        if r in active and r not in seen:
-                            seen.add(r)
-                            moved = self._step(r, active) or moved
-                    for r in polled:
-                        if r in active and r not in seen:
-                            moved = self._step(r, active) or moved
-                if moved or self.ready or not active:
-                    continue
-                timeout = max(0.0, self.sweep_s - (time.monotonic() - last_sweep))
-                now = time.monotonic()
-                dues = [s.next_due for r in polled if r in active for s in r._sources if not s.ended and not s.live and s.next_due > now]
-                if dues:
-                    timeout = min(timeout, max(0.0, min(dues) - now))
-                self.notify.wait(timeout)
-                self.notify.clear()
-        finally:
-            for r in list(active):
-                r.finish()
-        return {r.graph.name: r.stats() for r in self.runners}
+        """A snapshot: RT factor total and per block, counters, latencies (:func:`~streamkit.core.run_stats.runner_stats`)."""
+        return runner_stats(self, brief)
 
 
 def _off(t: Tag) -> int:
     return t.offset
 
 
-def replace_offset(t: Tag, delta: int) -> Tag:
-    return Tag(t.offset + delta, t.key, t.value) if delta else t
+# re-exported: the names this module has always offered
+from streamkit.core.multi_runner import MultiRunner, ReadyFlag  # noqa: E402
 
-
-__all__ = ["MultiRunner", "ReadyFlag", "Runner", "FreeRun", "Paced", "RealTime", "TagMapper", "WindowBuffer", "EventBus", "EventSink", "SourceRead"]
+__all__ = ["MultiRunner", "ReadyFlag", "Runner", "FreeRun", "Paced", "RealTime", "TagMapper", "WindowBuffer", "EventBus", "EventSink", "SourceRead",
+           "round_half_up"]  # fmt: skip

@@ -73,11 +73,9 @@ spawned workers (a few seconds of start-up each).
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
-import sys
 import time
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -101,7 +99,6 @@ __all__ = [
     "LANGS",
     "SPLITS",
     "Vocab",
-    "add_asr_arguments",
     "build_vocab",
     "corpus_table",
     "generate",
@@ -109,7 +106,6 @@ __all__ = [
     "normalize_text",
     "parse_hours",
     "read_jsonl",
-    "run_from_args",
     "speakers",
 ]
 
@@ -567,56 +563,3 @@ def corpus_table(out_dir: str | os.PathLike[str]) -> str:
     lines = ["  ".join(c.ljust(w[0]) if i == 0 else c.rjust(w[i]) for i, c in enumerate(head)), "  ".join("-" * x for x in w)]
     lines += ["  ".join(v.ljust(w[0]) if i == 0 else v.rjust(w[i]) for i, v in enumerate(r)) for r in rows]
     return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------------------------
-# CLI (`streamkit corpus asr`)
-# --------------------------------------------------------------------------------------------
-
-
-def add_asr_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Options of ``streamkit corpus asr``."""
-    parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    parser.add_argument("--hours-per-language", default=DEFAULT_HOURS, metavar="en=H,hi=H,ta=H,gu=H",
-                        help=f"hours per language over all splits (default {DEFAULT_HOURS}: the paper's two large, two small)")  # fmt: skip
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0); the output does not depend on --jobs")
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
-    parser.add_argument("--augment", choices=["hf", "none"], default="hf", help="hf: the HF channel simulator (default); none: clean audio")
-    parser.add_argument("--severity", type=float, default=DEFAULT_SEVERITY, help=f"channel severity in [0, 1] (default {DEFAULT_SEVERITY}, mild)")
-    parser.add_argument("--augment-prob", type=float, default=DEFAULT_AUGMENT_PROB,
-                        help=f"fraction of utterances through the channel with --augment hf (default {DEFAULT_AUGMENT_PROB})")  # fmt: skip
-    parser.add_argument("--splits", type=float, nargs=3, default=(0.8, 0.1, 0.1), metavar=("TRAIN", "DEV", "TEST"),
-                        help="split fractions of each language's hours and speakers (default 0.8 0.1 0.1)")  # fmt: skip
-    parser.add_argument("--words", type=int, default=None, metavar="N",
-                        help="closed vocabulary: draw every sentence from a fixed, seeded subset of N words per language, "
-                             "the same for train/dev/test, so WER measures recognition of words seen in training "
-                             "(default: the whole word list, nearly every test word unseen)")  # fmt: skip
-    return parser
-
-
-def run_from_args(ns: argparse.Namespace) -> int:
-    """Run ``streamkit corpus asr``: progress on stderr, the Table 1 analogue on stdout; user errors
-    print one line and return 2."""
-    from streamkit.data.tts import EspeakMissingError
-
-    def progress(done: int, audio_s: float, wall_s: float) -> None:
-        print(f"  {done} utterances, {audio_s / 3600:.3f} h audio in {wall_s:.1f} s ({audio_s / max(wall_s, 1e-9):.0f}x real time)",
-              file=sys.stderr, flush=True)  # fmt: skip
-
-    try:
-        parse_hours(ns.hours_per_language)
-        if ns.jobs < 1:
-            raise ValueError(f"--jobs must be >= 1, got {ns.jobs}")
-        man = generate(ns.out, ns.hours_per_language, ns.seed, splits=tuple(ns.splits), augment=ns.augment, severity=ns.severity,
-                       augment_prob=ns.augment_prob, jobs=ns.jobs, progress=progress, words=ns.words)  # fmt: skip
-    except (ValueError, EspeakMissingError, wordlists.WordListMissingError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(corpus_table(ns.out))
-    g = man["generation"]
-    print(f"{g['audio_s'] / 3600:.3f} h of audio in {g['wall_s']:.1f} s with {g['jobs']} job(s): {g['x_real_time']:.0f}x real time")
-    return 0
-
-
-if __name__ == "__main__":  # python -m streamkit.data.asr_corpus --out DIR ...
-    raise SystemExit(run_from_args(add_asr_arguments(argparse.ArgumentParser(prog="streamkit corpus asr")).parse_args()))

@@ -52,11 +52,9 @@ Metrics per file (for the Table 1 analogue, :func:`corpus_table`), whole file:
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -73,13 +71,11 @@ from streamkit.io.outputs import write_audio, write_text
 __all__ = [
     "FORMAT",
     "SPLITS",
-    "add_corpus_arguments",
     "clean_labels",
     "corpus_table",
     "file_metrics",
     "generate",
     "received_speech",
-    "run_from_args",
 ]
 
 FORMAT = "streamkit-hf-corpus/1"
@@ -549,66 +545,3 @@ def corpus_table(out_dir: str | os.PathLike[str]) -> str:
     lines = ["  ".join(c.rjust(w[i]) for i, c in enumerate(cols)), "  ".join("-" * x for x in w)]
     lines += ["  ".join(v.rjust(w[i]) for i, v in enumerate(r)) for r in rows]
     return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------------------------
-# CLI (wired by the lead as `streamkit corpus hf`)
-# --------------------------------------------------------------------------------------------
-
-
-def add_corpus_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Options of ``streamkit corpus hf``."""
-    parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    parser.add_argument("--hours", type=float, default=2.0, help="total duration over all splits (default 2, the benchmark size)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0); the corpus depends only on it, --severity and --hours")
-    parser.add_argument("--severity", type=float, default=0.5, help="channel severity in [0, 1] for ChannelParams.random (default 0.5)")
-    parser.add_argument(
-        "--splits", type=float, nargs=3, default=(0.8, 0.1, 0.1), metavar=("TRAIN", "DEV", "EVAL"), help="split fractions (default 0.8 0.1 0.1)"
-    )
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1; the output does not depend on it)")
-    parser.add_argument("--no-metrics", action="store_true", help="skip SDR/STOI (faster; the table then shows n/a)")
-    parser.add_argument("--no-clean", action="store_true", help="do not write the clean tracks")
-    parser.add_argument(
-        "--interference", type=float, default=0.0, metavar="P",
-        help="fraction of files with an unlabelled concurrent speaker on the adjacent channel (default 0)",
-    )  # fmt: skip
-    return parser
-
-
-def run_from_args(ns: argparse.Namespace) -> int:
-    """Run ``streamkit corpus hf`` from parsed arguments: progress on stderr, the table on stdout."""
-    from streamkit.data.tts import EspeakMissingError
-
-    def progress(done: int, total: int, audio_s: float, wall_s: float) -> None:
-        if done == total or done % 10 == 0:
-            print(
-                f"  {done}/{total} files, {audio_s / 3600:.3f} h audio in {wall_s:.1f} s ({audio_s / max(wall_s, 1e-9):.0f}x real time)",
-                file=sys.stderr,
-                flush=True,
-            )
-
-    if not 0.0 <= ns.interference <= 1.0:
-        print(f"error: --interference must be a fraction in [0, 1], got {ns.interference:g}", file=sys.stderr)
-        return 2
-    try:
-        generate(
-            ns.out,
-            ns.hours,
-            ns.seed,
-            ns.severity,
-            tuple(ns.splits),
-            jobs=max(1, ns.jobs),
-            metrics=not ns.no_metrics,
-            write_clean=not ns.no_clean,
-            interference=ns.interference,
-            progress=progress,
-        )
-    except EspeakMissingError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(corpus_table(ns.out))
-    return 0
-
-
-if __name__ == "__main__":  # python -m streamkit.data.hf_corpus --out DIR ...
-    raise SystemExit(run_from_args(add_corpus_arguments(argparse.ArgumentParser(prog="streamkit corpus hf")).parse_args()))

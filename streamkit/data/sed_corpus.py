@@ -65,13 +65,10 @@ identical for any ``--jobs``; it depends on the seed, the rate and the espeak-ng
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
-import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,11 +84,9 @@ __all__ = [
     "DOMAIN_GAPS",
     "FORMAT",
     "SUBSETS",
-    "add_sed_arguments",
     "corpus_table",
     "generate",
     "make_clip",
-    "run_from_args",
 ]
 
 FORMAT = "streamkit-sed-corpus/1"
@@ -505,56 +500,3 @@ def corpus_table(manifest: dict[str, Any]) -> str:
     lines = ["  ".join(c.rjust(w[i]) for i, c in enumerate(cols)), "  ".join("-" * x for x in w)]
     lines += ["  ".join(v.rjust(w[i]) for i, v in enumerate(r)) for r in rows]
     return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------------------------
-# CLI (`streamkit corpus sed`)
-# --------------------------------------------------------------------------------------------
-
-
-def add_sed_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Options of ``streamkit corpus sed``."""
-    parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    for sub, n in DEFAULT_COUNTS.items():
-        parser.add_argument(f"--clips-{sub}", type=int, default=n, metavar="N", help=f"clips in the {sub} subset (default {n}; 0 skips it)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0); the corpus depends only on it and --rate")
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1; the output does not depend on it)")
-    parser.add_argument("--rate", type=int, default=16000, help="sample rate in Hz (default 16000, as the DCASE 2020+ front ends)")
-    parser.add_argument(
-        "--domain-gap",
-        choices=DOMAIN_GAPS,
-        default="standard",
-        help="standard (default): real = synthetic sources through rooms, backgrounds and microphones; "
-        "wide: also shifted sources and unlabelled non-target sounds in the real clips",
-    )
-    return parser
-
-
-def run_from_args(ns: argparse.Namespace) -> int:
-    """Run ``streamkit corpus sed`` from parsed arguments: progress on stderr, the table on stdout;
-    bad options and a missing espeak-ng give one ``error:`` line on stderr and exit code 2."""
-    from streamkit.data.tts import EspeakMissingError
-
-    def progress(done: int, total: int, wall_s: float) -> None:
-        if done == total or done % 50 == 0:
-            print(f"  {done}/{total} clips in {wall_s:.1f} s ({done / max(wall_s, 1e-9):.1f} clips/s)", file=sys.stderr, flush=True)
-
-    if ns.jobs < 1:
-        print(f"error: --jobs must be >= 1, got {ns.jobs}", file=sys.stderr)
-        return 2
-    counts = {sub: getattr(ns, f"clips_{sub}") for sub in SUBSETS}
-    try:
-        man = generate(ns.out, counts, ns.seed, rate=ns.rate, jobs=ns.jobs, progress=progress, gap=ns.domain_gap)
-    except (ValueError, EspeakMissingError, OSError) as e:
-        print(f"error: {e}".replace("\n", " "), file=sys.stderr)
-        return 2
-    print(corpus_table(man))
-    return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return run_from_args(add_sed_arguments(argparse.ArgumentParser(prog="streamkit corpus sed")).parse_args(argv))
-
-
-if __name__ == "__main__":  # python -m streamkit.data.sed_corpus --out DIR ...
-    raise SystemExit(main())

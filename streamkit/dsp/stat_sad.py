@@ -1,8 +1,7 @@
 """Statistical speech activity detector (the HF paper's Fig. 5), streaming and bit-exact.
 
 Heitkaemper, Schmalenstroeer, Ullmann, Ion, Haeb-Umbach, "A Database for Research on Detection
-and Enhancement of Speech Transmitted over HF links" (ITG 2021), §3.1; notes in
-``shared/sad-spec.md`` §3-4. Per frame of 64 ms every 32 ms at 8 kHz::
+and Enhancement of Speech Transmitted over HF links" (ITG 2021), §3.1. Per frame of 64 ms every 32 ms at 8 kHz::
 
     x (8 kHz) -> NaN/inf -> 0 -> Hann(512) -> FFT 1024 -> |X|^2 / sum(w^2) (+ floor)
       -> S x [ minimum statistics (Martin 2001) -> Wiener W = max(1 - gamma*sigma^2/|X|^2, G_min) ]
@@ -31,6 +30,7 @@ from streamkit.core.block import GapPolicy, RateBlock, TagPolicy, require_audio
 from streamkit.core.context import Context
 from streamkit.core.errors import ConfigError
 from streamkit.core.events import ActivitySegment
+from streamkit.core.params import integer, number
 from streamkit.core.registry import register
 from streamkit.core.tags import SPEECH, Gap, SpeechBoundary
 from streamkit.core.types import StreamSpec
@@ -71,7 +71,7 @@ from streamkit.dsp.kernels.minstat import (
 
 VAD_SEGMENT = "vad.segment"
 DETECTOR = "stat"
-RATE = 8000  #: the only input rate (HF paper §2; sad-spec §1)
+RATE = 8000  #: the only input rate (HF paper §2)
 WIN = 512  #: 64 ms analysis window [PAPER §3.1]
 HOP = 256  #: 32 ms shift [PAPER §3.1]
 N_FFT = 1024  #: FFT size, the 512-sample frame zero-padded [PAPER §3.1]
@@ -81,7 +81,7 @@ N_FFT = 1024  #: FFT size, the 512-sample frame zero-padded [PAPER §3.1]
 #: --jobs 2``) by ``python benchmarks/tune_stat_sad.py --passes 4`` (seeded coordinate descent, 345
 #: configs, objective dev F1 at the dev-EER threshold, 0.5 s collar; benchmarks/results/tune_stat_sad.json):
 #: dev F1 37.2 -> 95.3 %, eval F1 at the dev-EER threshold 36.2 -> 94.0 % (DCF 34.4 -> 2.3 %), RT
-#: factor 0.0005. Old (spec §4.2) values in brackets. Only 5 dev files (12.5 min): expect some
+#: factor 0.0005. Earlier values in brackets. Only 5 dev files (12.5 min): expect some
 #: over-fit; the MS window (U*V = 3 frames = 96 ms) now acts as a short-term spectral-floor
 #: (peakiness) filter; the slow band noise tracker below follows the AGC-pumped noise level.
 ANALYSIS_DEFAULTS: dict[str, Any] = {
@@ -129,8 +129,8 @@ DECISION_DEFAULTS: dict[str, Any] = {
     # mean ">= bands_needed bands clearly above their adaptive thresholds"
     "threshold": 0.185,
     "hysteresis": 0.1,  # once speech, a frame stays speech while score > threshold - hysteresis
-    "vote_window": 25,  # centred majority vote over frames (sad-spec §2.5, [CODE] fgnt smooth_vad)
-    "vote_min": 12,  # speech if >= vote_min of vote_window frames are (sad-spec §2.5)
+    "vote_window": 25,  # centred majority vote over frames (the released code's smooth_vad)
+    "vote_min": 12,  # speech if >= vote_min of vote_window frames are
 }
 
 #: |X|^2 floor added to every bin (per-bin power of a -120 dBFS white noise): silence stays finite
@@ -139,46 +139,29 @@ PSD_FLOOR = 1e-12
 ENERGY_EPS = 1e-12
 
 
-def _num(name: str, v: Any, lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(float(v)):
-        raise ConfigError(f"{name} must be a finite number, got {v!r}")
-    f = float(v)
-    if lo is not None and (f < lo or (lo_open and f == lo)):
-        raise ConfigError(f"{name} must be {'>' if lo_open else '>='} {lo}, got {v!r}")
-    if hi is not None and f > hi:
-        raise ConfigError(f"{name} must be <= {hi}, got {v!r}")
-    return f
-
-
-def _int(name: str, v: Any, lo: int, hi: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= int(v) <= hi:
-        raise ConfigError(f"{name} must be an int in {lo}..{hi}, got {v!r}")
-    return int(v)
-
-
 def _check_analysis(p: Mapping[str, Any]) -> dict[str, Any]:
     unknown = set(p) - set(ANALYSIS_DEFAULTS)
     if unknown:
         raise ConfigError(f"unknown parameter(s) {sorted(unknown)}")
     q = {**ANALYSIS_DEFAULTS, **p}
     out: dict[str, Any] = {
-        "stages": _int("stages", q["stages"], 1, 8),
-        "gamma": _num("gamma", q["gamma"], 0.0, lo_open=True),
-        "gamma_next": _num("gamma_next", q["gamma_next"], 0.0, lo_open=True),
-        "g_min_db": _num("g_min_db", q["g_min_db"], -200.0, 0.0),
-        "ms_subwindows": _int("ms_subwindows", q["ms_subwindows"], 1, 64),
-        "ms_subwindow_frames": _int("ms_subwindow_frames", q["ms_subwindow_frames"], 2, 256),
-        "highpass_hz": _num("highpass_hz", q["highpass_hz"], 0.0, RATE / 2),
-        "highpass_order": _int("highpass_order", q["highpass_order"], 1, 16),
-        "lpc_tau_s": _num("lpc_tau_s", q["lpc_tau_s"], 0.0),
-        "energy_tau_s": _num("energy_tau_s", q["energy_tau_s"], 0.0),
-        "noise_fall_tau_s": _num("noise_fall_tau_s", q["noise_fall_tau_s"], 0.0),
-        "noise_rise_db_s": _num("noise_rise_db_s", q["noise_rise_db_s"], 0.0),
-        "speech_fall_db_s": _num("speech_fall_db_s", q["speech_fall_db_s"], 0.0),
-        "kappa": _num("kappa", q["kappa"], 0.0, 1.0),
-        "min_margin_db": _num("min_margin_db", q["min_margin_db"], 0.0),
-        "score_scale_db": _num("score_scale_db", q["score_scale_db"], 0.0, lo_open=True),
-        "warmup_s": _num("warmup_s", q["warmup_s"], 0.0, 60.0),
+        "stages": integer("stages", q["stages"], 1, 8),
+        "gamma": number("gamma", q["gamma"], 0.0, lo_open=True),
+        "gamma_next": number("gamma_next", q["gamma_next"], 0.0, lo_open=True),
+        "g_min_db": number("g_min_db", q["g_min_db"], -200.0, 0.0),
+        "ms_subwindows": integer("ms_subwindows", q["ms_subwindows"], 1, 64),
+        "ms_subwindow_frames": integer("ms_subwindow_frames", q["ms_subwindow_frames"], 2, 256),
+        "highpass_hz": number("highpass_hz", q["highpass_hz"], 0.0, RATE / 2),
+        "highpass_order": integer("highpass_order", q["highpass_order"], 1, 16),
+        "lpc_tau_s": number("lpc_tau_s", q["lpc_tau_s"], 0.0),
+        "energy_tau_s": number("energy_tau_s", q["energy_tau_s"], 0.0),
+        "noise_fall_tau_s": number("noise_fall_tau_s", q["noise_fall_tau_s"], 0.0),
+        "noise_rise_db_s": number("noise_rise_db_s", q["noise_rise_db_s"], 0.0),
+        "speech_fall_db_s": number("speech_fall_db_s", q["speech_fall_db_s"], 0.0),
+        "kappa": number("kappa", q["kappa"], 0.0, 1.0),
+        "min_margin_db": number("min_margin_db", q["min_margin_db"], 0.0),
+        "score_scale_db": number("score_scale_db", q["score_scale_db"], 0.0, lo_open=True),
+        "warmup_s": number("warmup_s", q["warmup_s"], 0.0, 60.0),
     }
     if not isinstance(q["warmup_rescore"], (bool, np.bool_)):
         raise ConfigError(f"warmup_rescore must be true or false, got {q['warmup_rescore']!r}")
@@ -191,7 +174,7 @@ def _check_analysis(p: Mapping[str, Any]) -> dict[str, Any]:
     if not bands or any(not (0 <= a < b <= RATE / 2) or round(b / df) <= round(a / df) for a, b in bands):
         raise ConfigError(f"bands_hz must be non-empty (lo, hi) pairs with 0 <= lo < hi <= 4000 Hz, each >= 1 bin wide, got {q['bands_hz']!r}")
     out["bands_hz"] = bands
-    out["bands_needed"] = _int("bands_needed", q["bands_needed"], 1, len(bands))
+    out["bands_needed"] = integer("bands_needed", q["bands_needed"], 1, len(bands))
     return out
 
 
@@ -532,7 +515,7 @@ class StatSAD(RateBlock):
         first sample on is found.
         Decision: threshold (0.185, the dev-EER threshold; 0.5: score > 0.5 <=> >= bands_needed bands above their adaptive
         threshold), hysteresis (0.1: speech continues while score > threshold - hysteresis),
-        vote_window (25, odd) and vote_min (12): the centred ">= 12 of 25" vote of sad-spec §2.5,
+        vote_window (25, odd) and vote_min (12): the centred ">= 12 of 25" vote of the released code,
         the first/last frame repeated at the edges.
     Tags:
         Input tags are not forwarded (``tag_policy`` CUSTOM). Adds ``sk:speech``
@@ -544,7 +527,7 @@ class StatSAD(RateBlock):
         ``vad.segment`` (:class:`~streamkit.core.events.ActivitySegment`, detector "stat", score =
         mean frame score of the segment, start_s/end_s = span / 8000) when a segment ends; span =
         ``[origin + 256 a, origin + 256 (b - 1) + 512)`` input items for speech frames ``a..b-1``
-        (the union of their windows, sad-spec §1).
+        (the union of their windows).
     Latency:
         ``256 + 12 * 256 = 3328`` input items (416 ms) after a frame's centre: the window's second
         half plus the vote's 12 frames of look-ahead; the last ``12`` frames are output by
@@ -577,12 +560,12 @@ class StatSAD(RateBlock):
         dec = {k: params.pop(k) for k in list(params) if k in DECISION_DEFAULTS}
         self.analysis = _check_analysis(params)
         d = {**DECISION_DEFAULTS, **dec}
-        self.threshold = _num("threshold", d["threshold"])
-        self.hysteresis = _num("hysteresis", d["hysteresis"], 0.0)
-        self.vote_window = _int("vote_window", d["vote_window"], 1, 1001)
+        self.threshold = number("threshold", d["threshold"])
+        self.hysteresis = number("hysteresis", d["hysteresis"], 0.0)
+        self.vote_window = integer("vote_window", d["vote_window"], 1, 1001)
         if self.vote_window % 2 == 0:
             raise ConfigError(f"vote_window must be odd (a centred vote), got {self.vote_window}")
-        self.vote_min = _int("vote_min", d["vote_min"], 1, self.vote_window)
+        self.vote_min = integer("vote_min", d["vote_min"], 1, self.vote_window)
         self.look = self.vote_window // 2  # frames of look-ahead D
         self.window = WIN + self.look * HOP  # input items behind one decided frame (window + look-ahead)
         self.hop = HOP
@@ -659,8 +642,8 @@ class StatSAD(RateBlock):
         bad = set(changes) - {"threshold", "hysteresis"}
         if bad:
             raise ConfigError(f"{self.name}: {sorted(bad)} cannot change while running; build a new graph")
-        self.threshold = _num("threshold", changes.get("threshold", self.threshold))
-        self.hysteresis = _num("hysteresis", changes.get("hysteresis", self.hysteresis), 0.0)
+        self.threshold = number("threshold", changes.get("threshold", self.threshold))
+        self.hysteresis = number("hysteresis", changes.get("hysteresis", self.hysteresis), 0.0)
         if self._an is not None:
             self._an.set_decision(self.threshold, self.threshold - self.hysteresis, self.vote_min, self.look)
 

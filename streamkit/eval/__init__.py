@@ -2,8 +2,8 @@
 
 * :mod:`streamkit.eval.rttm`: NIST RTTM ``SPEAKER`` lines <-> sample-exact interval lists <->
   boolean sample masks.
-* :mod:`streamkit.eval.sad`: the HF-database paper's protocol (Heitkaemper et al., ITG 2021, §4;
-  ``shared/sad-spec.md`` §5): sample-level counts with a 0.5 s no-score collar cut out of
+* :mod:`streamkit.eval.sad`: the HF-database paper's protocol (Heitkaemper et al., ITG 2021, §4):
+  sample-level counts with a 0.5 s no-score collar cut out of
   reference non-speech (OpenSAD), precision / recall / F1 / DCF pooled over files, a threshold
   sweep (ROC), the dev equal-error-rate and best-F1 thresholds, an ROC plot and result tables.
 """

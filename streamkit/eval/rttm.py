@@ -4,7 +4,7 @@ Three representations of one file's speech activity, convertible without loss at
 
 * **intervals**: an ``int64`` array of shape ``(k, 2)`` of half-open sample ranges
   ``[start, stop)``, sorted, non-overlapping and non-adjacent after :func:`merge_intervals`
-  (the paderbox ``ArrayInterval`` convention that the ham_radio labels use, sad-spec §6 "Labels");
+  (the paderbox ``ArrayInterval`` convention that the ham_radio labels use);
 * **mask**: a ``bool`` array of length ``n_samples``, ``True`` = speech;
 * **RTTM**: NIST Rich Transcription Time Marked ``SPEAKER`` lines, one per speech segment::
 

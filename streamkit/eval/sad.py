@@ -1,29 +1,28 @@
 """Sample-level speech activity detection (SAD) scoring with an OpenSAD-style no-score collar.
 
 This is the evaluation protocol of Heitkaemper et al., "A Database for Research on Detection and
-Enhancement of Speech Transmitted over HF links" (ITG 2021; ``shared/papers/
-hf-speech-database-and-sad.txt`` §4 "Evaluation"), as released in ``fgnt/ham_radio``
-``evaluation.py`` and ``padertorch/contrib/jensheit/eval_sad.py`` (``shared/sad-spec.md``
-§5.1), with the NIST OpenSAD 2015 collar rules available as an option (sad-spec §5.2).
+Enhancement of Speech Transmitted over HF links" (ITG 2021, §4 "Evaluation"), as released in ``fgnt/ham_radio``
+``evaluation.py`` and ``padertorch/contrib/jensheit/eval_sad.py``, with the NIST OpenSAD 2015
+collar rules available as an option.
 
 Protocol choices, and where they come from
 ------------------------------------------
 
-**Resolution.** Everything is counted in samples (8 kHz in the paper), not frames or seconds
-(sad-spec §5.1: "Evaluation is at sample level").
+**Resolution.** Everything is counted in samples (8 kHz in the paper), not frames or seconds,
+as the released evaluation code does.
 
 **Collar / no-score zone** (:func:`no_score_mask`). Collars are cut only out of *reference
 non-speech*: ``collar_s`` before each reference speech onset and ``collar_s`` after each offset.
 Reference speech is always scored, the hypothesis never gets collars, overlapping zones merge
 (paper: "a collar of 0.5 s around both the beginning and end of each segment, i.e., speech
-on/offset errors below that value were not counted"; sad-spec §5.1 and §5.2). At the sample grid,
+on/offset errors below that value were not counted"). At the sample grid,
 with ``c = round(collar_s * rate)``, a reference non-speech sample ``i`` is not scored iff some
 reference speech sample ``j`` has ``|i - j| <= c``: exactly ``c`` samples before an onset and ``c``
 samples after an offset. Two modes:
 
-* ``mode="fgnt"`` (default): only that rule. This is what the authors' released code computes
-  (sad-spec §5.1), i.e. what produced the paper's Table 2.
-* ``mode="opensad"``: additionally the NIST OpenSAD v5.0 minimum-leftover rule (sad-spec §5.2): a
+* ``mode="fgnt"`` (default): only that rule. This is what the authors' released code computes,
+  i.e. what produced the paper's Table 2.
+* ``mode="opensad"``: additionally the NIST OpenSAD v5.0 minimum-leftover rule: a
   non-speech run next to speech whose scorable remainder after removing its collars would be
   shorter than ``min_scored_s`` (0.1 s) is entirely no-score. For a gap between two speech
   segments that is "gap < 2·collar + 0.1 s"; for leading non-speech before the first onset and
@@ -39,24 +38,24 @@ from the miss/recall count; OpenSAD and the paper keep it (recall is unaffected 
 
 **Counting and metrics** (:class:`Counts`): TP = hyp ∧ ref speech, FP = hyp ∧ ref non-speech,
 FN = ¬hyp ∧ ref speech, TN = neither; no-score samples count nowhere. Counts are summed over files
-before any ratio is taken (micro average; sad-spec §5.1). P = TP/(TP+FP), R = TP/(TP+FN),
+before any ratio is taken (micro average). P = TP/(TP+FP), R = TP/(TP+FN),
 F1 = 2PR/(P+R) (paper eq. 2, 3); P_miss = FN/(TP+FN), P_fa = FP/(FP+TN) and
-DCF = 0.75·P_miss + 0.25·P_fa (OpenSAD / Fearless Steps weighting, sad-spec §5.1 and §5.2).
+DCF = 0.75·P_miss + 0.25·P_fa (OpenSAD / Fearless Steps weighting).
 A ratio with a zero denominator is NaN.
 
 **Decisions.** A score becomes speech when it is **strictly greater** than the threshold
-(sad-spec §2.5). The paper sweeps thresholds on dev, draws the ROC curve, reads the threshold at
+(as in the released code). The paper sweeps thresholds on dev, draws the ROC curve, reads the threshold at
 dev's equal error rate (P_miss = P_fa) and applies it to eval (paper §4, Fig. 8, Table 2); we also
-report the dev-best-F1 threshold (sad-spec §5.1 recommendation).
+report the dev-best-F1 threshold.
 
 **Frames to samples** (:func:`frames_to_samples`): frame ``t`` covers samples
 ``[hop·t, hop·t + win)``; a speech frame marks all of its ``win`` samples and overlapping frames
-are OR-ed; the result is cut (or padded with non-speech) to the annotation length (sad-spec §1,
+are OR-ed; the result is cut (or padded with non-speech) to the annotation length (as
 ``Transformer.activity_frequency_to_time`` in ``ham_radio/system/data.py``). For scores the OR
 becomes a maximum, which commutes with thresholding (``max_t p_t > θ  ⇔  any_t (p_t > θ)``), so a
 threshold sweep over sample-level scores equals sweeping the frame decisions and converting each.
-:func:`majority_filter` likewise turns the released code's 25-frame "median" vote (``>= 12`` of 25,
-sad-spec §2.5) into a rank filter on scores that commutes with thresholding.
+:func:`majority_filter` likewise turns the released code's 25-frame "median" vote (``>= 12`` of 25)
+into a rank filter on scores that commutes with thresholding.
 """
 
 from __future__ import annotations
@@ -104,12 +103,12 @@ __all__ = [
 CollarMode = Literal["fgnt", "opensad"]
 
 DCF_P_MISS_WEIGHT = 0.75
-"""OpenSAD / Fearless Steps DCF weight of the miss rate (sad-spec §5.1, §5.2)."""
+"""OpenSAD / Fearless Steps DCF weight of the miss rate."""
 DCF_P_FA_WEIGHT = 0.25
-"""OpenSAD / Fearless Steps DCF weight of the false-alarm rate (sad-spec §5.1, §5.2)."""
+"""OpenSAD / Fearless Steps DCF weight of the false-alarm rate."""
 
 DEFAULT_THRESHOLDS: npt.NDArray[np.float64] = np.round(np.linspace(0.0, 1.0, 201), 4)
-"""The released code's sweep: 201 thresholds ``linspace(0, 1, 201)`` rounded to 4 decimals (sad-spec §2.5)."""
+"""The released code's sweep: 201 thresholds ``linspace(0, 1, 201)`` rounded to 4 decimals."""
 
 
 def _ratio(num: float, den: float) -> float:
@@ -193,7 +192,7 @@ class Counts:
 
     @property
     def dcf(self) -> float:
-        """Detection cost 0.75·P_miss + 0.25·P_fa (OpenSAD; sad-spec §5.1)."""
+        """Detection cost 0.75·P_miss + 0.25·P_fa (OpenSAD)."""
         return DCF_P_MISS_WEIGHT * self.p_miss + DCF_P_FA_WEIGHT * self.p_fa
 
     @property
@@ -315,7 +314,7 @@ def score_mask(
 
 
 def frames_to_samples(frame_values: npt.ArrayLike, hop: int, win: int, n_samples: int, *, fill: float | bool | None = None) -> npt.NDArray[Any]:
-    """Per-frame decisions or scores to per-sample values, as the fgnt evaluation does (sad-spec §1).
+    """Per-frame decisions or scores to per-sample values, as the fgnt evaluation does.
 
     Frame ``t`` covers samples ``[hop·t, hop·t + win)``; each sample takes the **maximum** over
     the frames covering it (the OR of boolean decisions). Samples covered by no frame, and samples
@@ -359,7 +358,7 @@ def frames_to_samples(frame_values: npt.ArrayLike, hop: int, win: int, n_samples
 
 
 def majority_filter(frame_values: npt.ArrayLike, window: int = 25, min_count: int = 12) -> npt.NDArray[Any]:
-    """The released code's smoothing (sad-spec §2.5) as a rank filter that commutes with thresholds.
+    """The released code's smoothing as a rank filter that commutes with thresholds.
 
     The released DNN SAD binarises frame scores and marks frame ``t`` as speech when at least
     ``min_count`` of the ``window`` frames centred on ``t`` are speech, with the decisions
@@ -713,7 +712,7 @@ def operating_point_rows(system: str, dev_curve: RocCurve, eval_curve: RocCurve,
     """The paper's protocol as table rows: thresholds picked on dev, applied to eval.
 
     Rows: eval at the dev-EER threshold (the paper's Table 2 setting, §4), eval at the dev-best-F1
-    threshold (sad-spec §5.1), dev at both, and the eval-oracle best F1 (labelled as such; not a
+    threshold, dev at both, and the eval-oracle best F1 (labelled as such; not a
     fair result). Both curves must come from :func:`sweep` over the same thresholds.
     """
     if not np.array_equal(dev_curve.thresholds, eval_curve.thresholds):

@@ -1,6 +1,6 @@
 """MicSource: live audio from a sound card through PortAudio (python-sounddevice).
 
-The design follows python-sounddevice's own real-time contract (see design.md §3):
+The design follows python-sounddevice's own real-time contract:
 
 * The PortAudio callback only copies ``indata`` into a bounded :class:`~streamkit.core.ring.SampleRing`
   and stamps marks on it; it never blocks, never allocates beyond the copy, never raises (a failure

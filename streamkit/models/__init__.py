@@ -1,6 +1,6 @@
 """Trained models (PyTorch), their feature front-ends and weight files.
 
-Models are kept apart from the blocks that stream them (``shared/design.md``). Among them:
+Models are kept apart from the blocks that stream them. Among them:
 
 * :mod:`streamkit.models.sad_dnn`: the HF paper's CNN-GRU speech activity detector (model,
   features, streaming inference engine, weight files; shipped weights in ``weights/``);

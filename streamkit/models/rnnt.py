@@ -1,7 +1,7 @@
 """Multilingual streaming RNN-T models: vanilla, onehot, multi-softmax, multi-softmax LSP, multi-softmax LID.
 
 After Joshi et al., "Multiple Softmax Architecture for Streaming Multilingual End-to-End ASR
-Systems" (Interspeech 2021; ``shared/papers/multi-softmax-streaming-multilingual-rnnt.txt``).
+Systems" (Interspeech 2021).
 One model family, the variant chosen by :class:`RnntConfig`:
 
 ==============  ==============================================================================

@@ -21,6 +21,7 @@ import numpy as np
 from streamkit.core.block import GapPolicy, Sink, require_audio
 from streamkit.core.context import Context
 from streamkit.core.errors import ConfigError
+from streamkit.core.params import integer, number, optional_number
 from streamkit.core.registry import register
 from streamkit.core.tags import GAP, SPEECH, Gap, SpeechBoundary
 from streamkit.core.types import Chunk, StreamSpec
@@ -115,20 +116,6 @@ class LidResult:
     switched_off: dict[str, int | None]
     t_avg: float
     frames: int
-
-
-def _num(name: str, v: Any, lo: float, allow_none: bool = False) -> float | None:
-    if v is None and allow_none:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or math.isnan(float(v)) or float(v) < lo:
-        raise ConfigError(f"{name} must be a number >= {lo}{' or None' if allow_none else ''}, got {v!r}")
-    return float(v)
-
-
-def _int(name: str, v: Any, lo: int, hi: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= int(v) <= hi:
-        raise ConfigError(f"{name} must be an int in {lo}..{hi}, got {v!r}")
-    return int(v)
 
 
 def symbol_tables(cfg: Any, meta: Mapping[str, Any]) -> list[list[str]]:
@@ -323,10 +310,10 @@ class RnntAsr(Sink):
             beam = DEFAULT_BEAM if lexicon is None else DEFAULT_LEXICON_BEAM
         if word_penalty is None:
             word_penalty = 0.0 if lexicon is None else DEFAULT_WORD_PENALTY
-        self.beam = _int("beam", beam, 1, 1024)
-        self.max_symbols_per_frame = _int("max_symbols_per_frame", max_symbols_per_frame, 1, 100)
-        self.tau_frames = _num("tau_frames", tau_frames, 0.0, allow_none=True)
-        self.s_th = _num("s_th", s_th, 0.0, allow_none=True)
+        self.beam = integer("beam", beam, 1, 1024)
+        self.max_symbols_per_frame = integer("max_symbols_per_frame", max_symbols_per_frame, 1, 100)
+        self.tau_frames = optional_number("tau_frames", tau_frames, 0.0, finite=False)
+        self.s_th = optional_number("s_th", s_th, 0.0, finite=False)
         if languages is not None and (isinstance(languages, str) or not all(isinstance(x, str) for x in languages) or not languages):
             raise ConfigError(f"languages must be a non-empty list of language names or None, got {languages!r}")
         self.languages = None if languages is None else [str(x) for x in languages]
@@ -346,14 +333,14 @@ class RnntAsr(Sink):
         if utterance_mode not in MODES:
             raise ConfigError(f"utterance_mode must be one of {MODES}, got {utterance_mode!r}")
         self.utterance_mode = utterance_mode
-        self.pre_roll_s = float(_num("pre_roll_s", pre_roll_s, 0.0) or 0.0)
-        self.max_utterance_s = float(_num("max_utterance_s", max_utterance_s, 0.1) or 0.1)
-        self.partial_interval_s = float(_num("partial_interval_s", partial_interval_s, 0.0) or 0.0)
-        self.threads = _int("threads", threads, 1, 256)
+        self.pre_roll_s = number("pre_roll_s", pre_roll_s, 0.0, finite=False)
+        self.max_utterance_s = number("max_utterance_s", max_utterance_s, 0.1, finite=False)
+        self.partial_interval_s = number("partial_interval_s", partial_interval_s, 0.0, finite=False)
+        self.threads = integer("threads", threads, 1, 256)
         if lexicon is not None and not isinstance(lexicon, (str, Path, Mapping)):
             raise ConfigError(f"lexicon must be 'system', a directory, a mapping language -> word file or None, got {lexicon!r}")
         self.lexicon = lexicon
-        self.word_penalty = float(_num("word_penalty", word_penalty, 0.0) or 0.0)
+        self.word_penalty = number("word_penalty", word_penalty, 0.0, finite=False)
         if not math.isfinite(self.word_penalty):
             raise ConfigError(f"word_penalty must be finite, got {word_penalty!r}")
         self.nonfinite_samples = 0

@@ -1,7 +1,7 @@
 """The HF paper's CNN-GRU speech activity detector (model, features, streaming inference, weights).
 
 Heitkaemper et al., "A Database for Research on Detection and Enhancement of Speech Transmitted
-over HF links" (ITG 2021) §3.2, details from the authors' code in ``shared/sad-spec.md`` §2::
+over HF links" (ITG 2021) §3.2, details from the authors' released code (``fgnt/ham_radio``)::
 
     x (8 kHz) -> frames of 200 samples (25 ms) every 80 (10 ms), periodic Hann, FFT 256 -> |X| (129 bins)
       -> causal per-bin mean/variance normalisation (recursive, memory ``norm_memory_s``)
@@ -13,7 +13,7 @@ Frame ``t`` covers samples ``[80 t, 80 t + 200)``; a signal of ``n >= 200`` samp
 ``(n - 200) // 80 + 1`` frames (none when shorter), the convention of
 :func:`streamkit.eval.sad.frames_to_samples`.
 
-Normalisation (sad-spec §2.6, the "alternative that matches training exactly"): per bin ``f``,
+Normalisation (the alternative that matches training exactly): per bin ``f``,
 ``mu_t = mu + (1 - a_t)(x_t - mu)``, ``v_t = a_t v + (1 - a_t)(x_t - mu_t)^2``,
 ``x~_t = (x_t - mu_t) / (sqrt(v_t) + eps)`` with ``a_t = min(a, t / (t + 1))`` (``t`` = frames
 seen before this one): a cumulative average until ``t = 1/(1 - a)`` frames, then exponential with
@@ -82,7 +82,7 @@ __all__ = [
 RATE = 8000
 WIN = 200  #: 25 ms window [PAPER]
 HOP = 80  #: 10 ms shift [PAPER]
-N_FFT = 256  #: [CODE] sad-spec §2.1
+N_FFT = 256  #: (the released code)
 N_BINS = N_FFT // 2 + 1  #: 129
 FORMAT = "streamkit-sad-dnn/1"
 #: the shipped weights (loaded by the block by default); the model card is ``sad_dnn.json`` next to it
@@ -104,7 +104,7 @@ class SadDnnConfig:
     ff_units: int = 10
     #: memory of the recursive normaliser, chosen on dev: 4-minute training runs (seed 0, the 2 h HF corpus of `streamkit corpus hf --hours 2 --seed 1`) with 1 / 4 / 16 s had
     #: dev loss 0.78 / 0.097 / 0.077 at step 100 and 0.047 (1 s) / 0.041 (16 s) at step 180 (the 4 s run stopped at 130);
-    #: the 1 s run was also unstable (0.26 -> 0.78 -> 0.05). sad-spec §2.6 suggested 4 s (the chunk length)
+    #: the 1 s run was also unstable (0.26 -> 0.78 -> 0.05). The released recipe suggests 4 s (the chunk length)
     norm_memory_s: float = 16.0
     norm_eps: float = 1e-5
 
@@ -230,7 +230,7 @@ def features(x: np.ndarray, cfg: SadDnnConfig) -> np.ndarray:
 
 
 def frame_targets(speech: np.ndarray, frames: int) -> np.ndarray:
-    """Frame ``t`` is speech iff any sample in ``[80 t, 80 t + 200)`` is (sad-spec §2.3; zero-padded at the end)."""
+    """Frame ``t`` is speech iff any sample in ``[80 t, 80 t + 200)`` is (the released code's labels; zero-padded at the end)."""
     s = np.asarray(speech, bool).reshape(-1)
     need = (frames - 1) * HOP + WIN if frames else 0
     if s.shape[0] < need:
@@ -254,7 +254,7 @@ def intervals_to_mask(intervals: Any, n: int) -> np.ndarray:
 
 def _pool_f(x: torch.Tensor, p: int) -> torch.Tensor:
     """Max-pool the last (frequency) axis by ``p``, zero-padding it to a multiple of ``p`` first
-    (split front/back, the extra one at the back, [CODE] sad-spec §2.2). Inputs are >= 0 (after
+    (split front/back, the extra one at the back, the released code). Inputs are >= 0 (after
     ReLU), so the padding value never wins a maximum; padding and pooling over what remains equal
     ``max_pool2d`` with ``ceil_mode`` windows shifted by the front padding."""
     if p == 1:

@@ -2,7 +2,7 @@
 
 Same output, tags and events as ``dsp.stat_sad`` (detector ``"dnn"``), so either drives the
 monitor and downstream ASR: a score per 10 ms frame, the centred 25-frame ``>= 12`` vote of
-sad-spec §2.5 on ``score > threshold``, ``sk:speech`` boundary tags and ``vad.segment`` events.
+the authors' released code on ``score > threshold``, ``sk:speech`` boundary tags and ``vad.segment`` events.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from streamkit.core.block import GapPolicy, TagPolicy, WindowBlock
 from streamkit.core.context import Context
 from streamkit.core.errors import ConfigError
 from streamkit.core.events import ActivitySegment
+from streamkit.core.params import integer, number
 from streamkit.core.registry import register
 from streamkit.core.tags import SPEECH, Gap, SpeechBoundary
 from streamkit.core.types import StreamSpec
@@ -36,21 +37,6 @@ VAD_SEGMENT = "vad.segment"
 DETECTOR = "dnn"
 
 
-def _num(name: str, v: Any, lo: float | None = None, hi: float | None = None) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(float(v)):
-        raise ConfigError(f"{name} must be a finite number, got {v!r}")
-    f = float(v)
-    if (lo is not None and f < lo) or (hi is not None and f > hi):
-        raise ConfigError(f"{name} must be in [{lo}, {hi}], got {v!r}")
-    return f
-
-
-def _int(name: str, v: Any, lo: int, hi: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= int(v) <= hi:
-        raise ConfigError(f"{name} must be an int in {lo}..{hi}, got {v!r}")
-    return int(v)
-
-
 @register("models.sad_dnn")
 class SadDnnBlock(WindowBlock):
     """CNN-GRU speech activity detector (HF paper §3.2): a speech score per 10 ms frame, segments as events and tags.
@@ -66,7 +52,7 @@ class SadDnnBlock(WindowBlock):
         weights: weight file (default: the shipped ``streamkit/models/weights/sad_dnn.pt``).
         threshold: decision threshold on the score (default: the weight file's, the dev-EER
             threshold found in training).
-        vote_window (25, odd) / vote_min (12): the centred ">= 12 of 25" vote of sad-spec §2.5, the
+        vote_window (25, odd) / vote_min (12): the centred ">= 12 of 25" vote of the released code, the
             first/last decision repeated at the edges.
         threads: torch threads (``torch.set_num_threads``; default 1; process-wide, set in
             ``start`` and re-asserted when something else changed it). The numba backend runs on
@@ -113,12 +99,12 @@ class SadDnnBlock(WindowBlock):
     ) -> None:
         super().__init__(name=name)
         self.weights = None if weights is None else str(weights)
-        self.threshold = None if threshold is None else _num("threshold", threshold, 0.0, 1.0)
-        self.vote_window = _int("vote_window", vote_window, 1, 1001)
+        self.threshold = None if threshold is None else number("threshold", threshold, 0.0, 1.0)
+        self.vote_window = integer("vote_window", vote_window, 1, 1001)
         if self.vote_window % 2 == 0:
             raise ConfigError(f"vote_window must be odd (a centred vote), got {self.vote_window}")
-        self.vote_min = _int("vote_min", vote_min, 1, self.vote_window)
-        self.threads = _int("threads", threads, 1, 256)
+        self.vote_min = integer("vote_min", vote_min, 1, self.vote_window)
+        self.threads = integer("threads", threads, 1, 256)
         if backend not in BACKENDS:
             raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.backend = backend
@@ -239,7 +225,7 @@ class SadDnnBlock(WindowBlock):
         bad = set(changes) - {"threshold"}
         if bad:
             raise ConfigError(f"{self.name}: {sorted(bad)} cannot change while running; build a new graph")
-        self.threshold = _num("threshold", changes["threshold"], 0.0, 1.0)
+        self.threshold = number("threshold", changes["threshold"], 0.0, 1.0)
         self._thr = self.threshold
 
     # -- decisions (the logic of dsp.stat_sad without hysteresis) -------------------------------

@@ -1,7 +1,7 @@
 """CRNN for weakly labelled sound event detection with tri-training heads and a domain classifier.
 
 The model of Park et al., "Weakly labeled sound event detection using tri-training and adversarial
-learning" (DCASE 2019 task 4; ``../shared/papers/sed-tri-training-adversarial.txt``), scaled for a
+learning" (DCASE 2019 task 4), scaled for a
 CPU. Losses and the tri-training pieces are in :mod:`streamkit.models.sed_losses`.
 
 Components (paper Fig. 2)

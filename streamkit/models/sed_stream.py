@@ -1,4 +1,4 @@
-"""Block ``models.sed``: sliding-window sound event detection with the SED CRNN, its offline twin and ``streamkit sed``.
+"""Block ``models.sed``: sliding-window sound event detection with the SED CRNN, and its offline twin.
 
 The CRNN of :mod:`streamkit.models.sed_crnn` sees W-second windows every H seconds (default 10 s /
 1 s). Each window's frame probabilities (head ``Ft``) are added to a per-frame sum; a frame is
@@ -69,10 +69,7 @@ about H less (W - H + the rest). Detections are emitted when they end, so an eve
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import math
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -84,6 +81,7 @@ import numpy as np
 from streamkit.core.block import GapPolicy, Sink, require_audio
 from streamkit.core.context import Context
 from streamkit.core.errors import ConfigError, StreamkitError
+from streamkit.core.params import integer, number
 from streamkit.core.registry import register
 from streamkit.core.tags import GAP, Gap
 from streamkit.core.types import Chunk, StreamSpec
@@ -103,8 +101,8 @@ __all__ = [
     "SedBlock",
     "sed_file",
     "default_weights",
-    "add_arguments",
-    "run_from_args",
+    "load_meta",
+    "sed_stream_file",
 ]
 
 SED_DETECTION = "sed.detection"
@@ -124,10 +122,6 @@ DEFAULT_HOP_S = 1.0
 DEFAULT_MEDIAN_S = 0.45  # the DCASE 2020 baseline's median window (= sed_post.DEFAULT_MEDIAN_S)
 DEFAULT_HIGH = 0.5  # = sed_post.DEFAULT_THRESHOLD, what the trainer selects models with
 DEFAULT_LOW = None  # None: = threshold_high (no hysteresis)
-AUDIO_EXT = (".wav", ".flac", ".ogg", ".aif", ".aiff")
-
-EXIT_USAGE = 2
-EXIT_FAILED = 1
 
 
 # ------------------------------------------------------------------------------------------------
@@ -200,18 +194,6 @@ class SedFrames:
 # ------------------------------------------------------------------------------------------------
 
 
-def _num(name: str, v: Any, lo: float, hi: float = math.inf) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(float(v)) or not lo <= float(v) <= hi:
-        raise ConfigError(f"{name} must be a finite number in [{lo:g}, {hi:g}], got {v!r}")
-    return float(v)
-
-
-def _int(name: str, v: Any, lo: int, hi: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= int(v) <= hi:
-        raise ConfigError(f"{name} must be an int in {lo}..{hi}, got {v!r}")
-    return int(v)
-
-
 PerClass = float | Sequence[float] | Mapping[str, float]
 
 
@@ -220,12 +202,12 @@ def _per_class_check(name: str, v: Any, lo: float, hi: float) -> Any:
     if isinstance(v, Mapping):
         if not v:
             raise ConfigError(f"{name}: empty mapping")
-        return {str(k): _num(f"{name}[{k!r}]", x, lo, hi) for k, x in v.items()}
+        return {str(k): number(f"{name}[{k!r}]", x, lo, hi) for k, x in v.items()}
     if isinstance(v, (list, tuple, np.ndarray)):
         if len(v) == 0:
             raise ConfigError(f"{name}: empty list")
-        return [_num(f"{name}[{i}]", x, lo, hi) for i, x in enumerate(v)]
-    return _num(name, v, lo, hi)
+        return [number(f"{name}[{i}]", x, lo, hi) for i, x in enumerate(v)]
+    return number(name, v, lo, hi)
 
 
 def _per_class(name: str, v: Any, classes: Sequence[str], default: float | None = None) -> np.ndarray:
@@ -385,8 +367,8 @@ class SedEngine:
         self.cfg = cfg
         self.classes = tuple(cfg.classes)
         self.n_classes = cfg.n_classes
-        window_s = _num("window_s", window_s, 0.0)
-        hop_s = _num("hop_s", hop_s, 0.0)
+        window_s = number("window_s", window_s, 0.0)
+        hop_s = number("hop_s", hop_s, 0.0)
         med = _per_class("median_s", _per_class_check("median_s", median_s, 0.0, 60.0), self.classes, DEFAULT_MEDIAN_S)
         self.high = _per_class("threshold_high", _per_class_check("threshold_high", threshold_high, 0.0, 1.0), self.classes, DEFAULT_HIGH)
         self.low = (
@@ -691,11 +673,8 @@ class SedResult:
         return np.stack([s, s + self.frame_hop / self.rate], axis=1)
 
 
-def _load(model: Any) -> SedModel:
-    return _load_meta(model)[0]
-
-
-def _load_meta(model: Any) -> tuple[SedModel, dict[str, Any]]:
+def load_meta(model: Any) -> tuple[SedModel, dict[str, Any]]:
+    """A model and its weight file's meta, from a path or from a :class:`SedModel` (then with an empty meta)."""
     from streamkit.models.sed_crnn import SedModel, load_model
 
     if isinstance(model, SedModel):
@@ -787,7 +766,7 @@ def sed_file(
         ConfigError: bad parameters, or ``post="tuned"`` with a model without a tuned setting.
         ModelError: a bad weight file.
     """
-    m, meta = _load_meta(model)
+    m, meta = load_meta(model)
     where = Path(model).name if isinstance(model, (str, Path)) else "the model"
     median_s, threshold_high, used = resolve_post(post, meta, m.cfg.classes, median_s, threshold_high, where)
     gate = resolve_gate(used, meta, m.cfg.classes, clip_gate, where)
@@ -857,7 +836,7 @@ def _default_geometry(window_s: float, hop_s: float, median_s: Any) -> SedGeomet
 
 @register("models.sed")
 class SedBlock(Sink):
-    """Sliding-window sound event detection with the SED CRNN (issue 7 §4); see the module docstring.
+    """Sliding-window sound event detection with the SED CRNN; see the module docstring.
 
     Ports:
         in: float32 mono audio at the model's rate (16000 Hz; anything else: ConfigError, put
@@ -935,8 +914,8 @@ class SedBlock(Sink):
         if weights is not None and (not isinstance(weights, (str, Path)) or not str(weights)):
             raise ConfigError(f"weights must be a weight file path or None, got {weights!r}")
         self.weights = None if weights is None else str(weights)
-        self.window_s = _num("window_s", window_s, 0.0)
-        self.hop_s = _num("hop_s", hop_s, 0.0)
+        self.window_s = number("window_s", window_s, 0.0)
+        self.hop_s = number("hop_s", hop_s, 0.0)
         self.median_s = None if median_s is None else _per_class_check("median_s", median_s, 0.0, 60.0)
         self.threshold_high = None if threshold_high is None else _per_class_check("threshold_high", threshold_high, 0.0, 1.0)
         self.threshold_low = None if threshold_low is None else _per_class_check("threshold_low", threshold_low, 0.0, 1.0)
@@ -947,7 +926,7 @@ class SedBlock(Sink):
         self.post_used: str | None = None
         self.cache = bool(cache)
         self.emit_frames = bool(emit_frames)
-        self.threads = _int("threads", threads, 1, 256)
+        self.threads = integer("threads", threads, 1, 256)
         high = DEFAULT_HIGH if self.threshold_high is None else self.threshold_high
         if isinstance(self.threshold_low, float) and isinstance(high, float) and self.threshold_low > high:
             raise ConfigError(f"threshold_low {self.threshold_low:g} must be <= threshold_high {high:g}")
@@ -1082,59 +1061,16 @@ class SedBlock(Sink):
 
 
 # ------------------------------------------------------------------------------------------------
-# streamkit sed PATH...
+# an audio file through the engine, in blocks
 # ------------------------------------------------------------------------------------------------
 
 
-def _err(msg: str) -> None:
-    print(f"streamkit: error: {msg}", file=sys.stderr)
+def sed_stream_file(path: Path, eng: SedEngine, block_s: float) -> tuple[list[SedStep], int, float]:
+    """Read ``path`` in blocks of ``block_s`` seconds (mono mix, soxr resampling to the model rate) through ``eng``.
 
-
-def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Options of ``streamkit sed``."""
-    parser.add_argument("paths", nargs="+", metavar="PATH", help=f"audio files ({'/'.join(AUDIO_EXT)}) or directories (searched recursively)")
-    parser.add_argument("--out", default="-", metavar="FILE.tsv", help="DCASE strong-label TSV to write (default: standard output)")
-    parser.add_argument("--weights", default=None, metavar="PATH", help="SED CRNN weight file (default: the shipped weights)")
-    parser.add_argument("--window", type=float, default=DEFAULT_WINDOW_S, metavar="S", help="window W in seconds (default 10)")
-    parser.add_argument("--hop", type=float, default=DEFAULT_HOP_S, metavar="S", help="hop H in seconds (default 1)")
-    parser.add_argument("--median", type=float, default=None, metavar="S", help="median filter length in seconds, all classes (default 0.45)")
-    parser.add_argument("--high", type=float, default=None, help="a class switches on where its probability > this (default 0.5)")
-    parser.add_argument("--low", type=float, default=None, help="hysteresis: ... and stays on while > this (default: = --high)")
-    parser.add_argument(
-        "--post",
-        choices=POSTS,
-        default="auto",
-        help="tuned: the weight file's per-class median windows and thresholds, fitted on validation clips (`streamkit train sed-post`; "
-        "the shipped weights have them); fixed: --median and --high (default 0.45 s, 0.5) for every class; auto (default): tuned when "
-        "the file has them and neither --median nor --high is given",
-    )
-    parser.add_argument("--clip-gate", type=float, default=None, metavar="G",
-                        help="no events of a class in a window whose clip-level probability of it is below G, all classes "
-                        "(default: the tuned setting's per-class gates when --post tuned runs and has them, else none)")  # fmt: skip
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    parser.add_argument("--no-cache", action="store_true", help="recompute the CNN for every window (slower; same detections)")
-    parser.add_argument("--block-s", type=float, default=30.0, metavar="S", help="seconds of audio read at a time (memory bound; default 30)")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no per-file progress on standard error")
-    return parser
-
-
-def _collect(paths: Sequence[str]) -> list[tuple[Path, str]]:
-    """``(file, name in the TSV)``: a file's own name, or its path relative to the directory given."""
-    out: list[tuple[Path, str]] = []
-    for s in paths:
-        p = Path(s)
-        if p.is_dir():
-            for q in sorted(q for q in p.rglob("*") if q.is_file() and q.suffix.lower() in AUDIO_EXT):
-                out.append((q, q.relative_to(p).as_posix()))
-        elif p.is_file():
-            out.append((p, p.name))
-        else:
-            raise FileNotFoundError(f"path not found: {p}")
-    return out
-
-
-def _sed_stream_file(path: Path, eng: SedEngine, block_s: float) -> tuple[list[SedStep], int, float]:
-    """Read ``path`` in blocks (mono mix, soxr resampling to the model rate) through ``eng``; ``(steps, samples, seconds)``."""
+    Returns ``(steps, samples at the model rate, seconds spent in the engine)``; an unreadable file or
+    NaN/inf samples raise :class:`StreamkitError`. Memory stays bounded whatever the file's length.
+    """
     import soundfile as sf
 
     rate = eng.geo.rate
@@ -1174,69 +1110,3 @@ def _sed_stream_file(path: Path, eng: SedEngine, block_s: float) -> tuple[list[S
     steps += eng.finish()
     busy += time.perf_counter() - t0
     return steps, n, busy
-
-
-def run_from_args(args: argparse.Namespace) -> int:
-    """Run ``streamkit sed``: 0 on success, 2 for usage errors, 1 if a file failed (the others are still written)."""
-    from streamkit.eval.sed import Event, strong_tsv_text
-    from streamkit.io.outputs import check_output_path, write_text
-
-    try:
-        if args.out != "-":
-            check_output_path(args.out)  # refused now, not after the whole run
-        files = _collect(list(args.paths))
-        if not files:
-            raise ConfigError(f"no {'/'.join(AUDIO_EXT)} files under {' '.join(args.paths)}")
-        if not 1 <= int(args.threads) <= 256:
-            raise ConfigError(f"--threads must be in 1..256, got {args.threads}")
-        _num("--block-s", args.block_s, 0.1)
-        import torch
-
-        torch.set_num_threads(int(args.threads))
-        wpath = default_weights() if args.weights is None else Path(args.weights)
-        model, meta = _load_meta(wpath)
-        if args.post == "tuned" and (args.median is not None or args.high is not None):
-            raise ConfigError("--post tuned takes the median windows and thresholds from the weight file; drop --median / --high")
-        med, high, used = resolve_post(args.post, meta, model.cfg.classes, args.median, args.high, wpath.name)
-        gate = resolve_gate(used, meta, model.cfg.classes, args.clip_gate, wpath.name)
-        eng = SedEngine(model, window_s=args.window, hop_s=args.hop, median_s=med, threshold_high=high, threshold_low=args.low,
-                        cache=not args.no_cache, clip_gate=gate)  # fmt: skip
-    except (StreamkitError, FileNotFoundError) as exc:
-        _err(str(exc))
-        return EXIT_USAGE
-    events: dict[str, list[Event]] = {}
-    failed = 0
-    tot_n = 0
-    tot_s = 0.0
-    rate = eng.geo.rate
-    for path, name in files:
-        if name in events:
-            _err(f"{path}: the name {name!r} is already in the output; skipped")
-            failed += 1
-            continue
-        try:
-            steps, n, busy = _sed_stream_file(path, eng, float(args.block_s))
-        except StreamkitError as exc:
-            eng.reset()
-            _err(str(exc))
-            failed += 1
-            continue
-        dets = [d for s in steps for d in s.detections]
-        events[name] = [Event(name, round(d.onset_s, 3), round(d.offset_s, 3), d.label) for d in dets if round(d.offset_s, 3) > round(d.onset_s, 3)]
-        tot_n += n
-        tot_s += busy
-        if not args.quiet:
-            print(f"{path}: {n / rate:.2f} s, {len(dets)} event(s), RT factor {busy / max(n / rate, 1e-9):.4f}", file=sys.stderr)
-    text = strong_tsv_text(events, classes=None)
-    if args.out == "-":
-        sys.stdout.write(text)
-    else:
-        try:
-            write_text(args.out, text)
-        except StreamkitError as exc:
-            _err(str(exc))
-            return EXIT_USAGE
-    if not args.quiet:
-        print(f"sed: {len(events)} file(s), {tot_n / rate:.1f} s audio, RT factor {tot_s / max(tot_n / rate, 1e-9):.4f}"
-              + ("" if args.out == "-" else f" -> {args.out}"), file=sys.stderr)  # fmt: skip
-    return EXIT_FAILED if failed else 0

@@ -1,6 +1,6 @@
 """Training recipe of the CNN-GRU SAD: ``streamkit train sad-dnn --corpus DIR --out PATH``.
 
-sad-spec §2.3-2.4, adapted to CPU:
+The HF paper's recipe (the authors' released training code), adapted to CPU:
 
 * Data: the ``train`` split of a ``streamkit corpus hf`` corpus. Epoch 0 uses the received audio
   in ``audio/``; every later epoch re-simulates each file from its clean track (``clean/``) with
@@ -327,7 +327,7 @@ def finalize_model(ckpt: str | Path, out: str | Path, *, corpus_dir: str | Path,
     ev_counts = ev_curve.counts(ev_curve.index_of(thr))
     manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8")) if (root / "manifest.json").is_file() else {}
     card = {
-        "model": "streamkit.models.sad_dnn (CNN-GRU SAD, HF paper §3.2, sad-spec §2)",
+        "model": "streamkit.models.sad_dnn (CNN-GRU SAD, HF paper §3.2)",
         "config": cfg.to_dict(),
         "parameters": n_params(model),
         "size_note": "smaller than the paper (channels 16/32/64, GRU 514): channels 4/8/16, GRU 2x64, chosen so that CPU training fits "

@@ -972,7 +972,7 @@ def train(
 def _model_card(cfg: RnntConfig, model: RnntModel, corpus: AsrCorpus, run: dict[str, Any], st: dict[str, Any], hours: np.ndarray,
                 threads: int, out: Path, final: bool, half_weights: bool = False, device: str = "cpu",
                 weights_from: str = "best") -> dict[str, Any]:  # fmt: skip
-    from streamkit.eval.bench import machine_info
+    from streamkit.core.machine import machine_info
 
     elapsed = st["elapsed_s"]
     return {

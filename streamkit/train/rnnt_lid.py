@@ -101,7 +101,7 @@ def refit_lid(
         ValueError: bad options, a model without an LID head, or a corpus of other languages.
         CorpusError: the corpus is missing or broken.
     """
-    from streamkit.eval.bench import machine_info
+    from streamkit.core.machine import machine_info
 
     for name, v in (("--utts-per-lang", utts_per_lang), ("--epochs", epochs), ("--batch-utts", batch_utts), ("--dev-per-lang", dev_per_lang),
                     ("--threads", threads)):  # fmt: skip

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from streamkit.cli import corpus as cli_corpus
 from streamkit.data import asr_corpus as ac
 from streamkit.data import wordlists
 from streamkit.data.tts import Voice
@@ -171,7 +172,7 @@ def test_augment_none_same_draws_clean_edges(corpus: tuple[Path, dict], tmp_path
 
 
 def _ns(**kw: object) -> argparse.Namespace:
-    p = ac.add_asr_arguments(argparse.ArgumentParser())
+    p = cli_corpus.add_asr_arguments(argparse.ArgumentParser())
     args = ["--out", str(kw.pop("out"))]
     for k, v in kw.items():
         args += [f"--{k.replace('_', '-')}", str(v)]
@@ -190,7 +191,7 @@ def _ns(**kw: object) -> argparse.Namespace:
     ],
 )
 def test_cli_errors_one_line_exit_2(hours: str, msg: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert ac.run_from_args(_ns(out=tmp_path / "x", hours_per_language=hours)) == 2
+    assert cli_corpus.run_asr(_ns(out=tmp_path / "x", hours_per_language=hours)) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and msg in err and err.startswith("error: ")
     assert not (tmp_path / "x").exists()
@@ -235,7 +236,7 @@ def test_closed_vocabulary_every_split_from_the_subset(tmp_path: Path) -> None:
 
 
 def test_cli_rejects_words_below_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert ac.run_from_args(_ns(out=tmp_path / "x", hours_per_language="en=1", words=0)) == 2
+    assert cli_corpus.run_asr(_ns(out=tmp_path / "x", hours_per_language="en=1", words=0)) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "words must be >= 1, got 0" in err
     assert not (tmp_path / "x").exists()

@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from streamkit.cli.corpus import add_hf_arguments as add_corpus_arguments
+from streamkit.cli.corpus import run_hf as run_from_args
 from streamkit.data import tts
 from streamkit.data.hf_channel import ChannelParams, simulate
-from streamkit.data.hf_corpus import SPLITS, add_corpus_arguments, clean_labels, corpus_table, file_metrics, generate, received_speech, run_from_args
+from streamkit.data.hf_corpus import SPLITS, clean_labels, corpus_table, file_metrics, generate, received_speech
 from streamkit.eval.rttm import read_rttm_intervals
 
 RATE = 8000

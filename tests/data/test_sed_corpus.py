@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from streamkit.cli import corpus as cli_corpus
 from streamkit.data import sed_corpus as sc
 from streamkit.data import tts
 from streamkit.data.sed_sources import CLASSES, DURATION_S, render_event
@@ -132,7 +133,7 @@ def test_deterministic_and_jobs_independent(corpus: tuple[Path, dict], tmp_path:
 
 
 def _run(argv: list[str]) -> int:
-    return sc.run_from_args(sc.add_sed_arguments(argparse.ArgumentParser()).parse_args(argv))
+    return cli_corpus.run_sed(cli_corpus.add_sed_arguments(argparse.ArgumentParser()).parse_args(argv))
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""``streamkit sad`` / ``streamkit eval sad`` (streamkit.eval.sad_cli) on a tiny generated corpus."""
+"""``streamkit sad`` / ``streamkit eval sad`` (streamkit.cli.files) on a tiny generated corpus."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from streamkit.eval import sad_cli
+from streamkit.cli import files as sad_cli
 from streamkit.eval import sad_systems as ss
 from streamkit.eval.rttm import read_rttm, read_rttm_masks
 from streamkit.eval.sad import score_mask

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from streamkit.cli import files as sad_cli
 from streamkit.core.graph import Graph
 from streamkit.core.runtime import Runner
 from streamkit.dsp.stat_sad import StatSAD, stat_sad_scores
-from streamkit.eval import sad_cli, sad_stream
+from streamkit.eval import sad_stream
 from streamkit.eval import sad_systems as ss
 from streamkit.eval.rttm import mask_to_intervals, read_rttm_intervals
 from streamkit.eval.sad import frames_to_samples

@@ -5,7 +5,7 @@ explicit arrays updated in place, so a stream processed in batches of any size i
 to one batch (the recursions run frame by frame, sums run over bins in a fixed order).
 
 Minimum statistics (R. Martin, IEEE TSAP 9(5), 2001, with the bias table of Martin 2006, as in
-VOICEBOX ``estnoisem``; spec ``sad-spec.md`` §3). VOICEBOX gives the constants as time constants
+VOICEBOX ``estnoisem``). VOICEBOX gives the constants as time constants
 (Martin's originals are for a 16 ms hop); every smoothing factor is re-derived for our hop
 ``dt = 0.032 s`` as ``alpha = exp(-dt / tau)``:
 

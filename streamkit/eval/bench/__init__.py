@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
-import platform
 import sys
 import time
 from collections.abc import Callable
@@ -19,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-import streamkit
+from streamkit.core.machine import machine_info
 from streamkit.io.outputs import write_text
 
 if TYPE_CHECKING:
@@ -31,32 +29,6 @@ __all__ = ["REPO", "RESULTS", "best_of", "machine_info", "read_fixed", "run_bloc
 REPO = Path(__file__).resolve().parents[3]
 #: where the benchmarks write their results by default
 RESULTS = REPO / "benchmarks" / "results"
-
-
-def machine_info() -> dict[str, Any]:
-    """Machine and versions, recorded next to every benchmark figure and training card."""
-    info: dict[str, Any] = {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "numpy": np.__version__,
-        "streamkit": streamkit.__version__,
-    }
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    info["cpu"] = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    for mod in ("scipy", "numba", "soxr", "torch"):
-        try:
-            info[mod] = __import__(mod).__version__
-        except Exception:
-            pass
-    return info
 
 
 def read_fixed(path: str, rate: int, n: int) -> np.ndarray:

@@ -1,0 +1,184 @@
+"""``streamkit corpus hf|asr|sed``: generate the training and evaluation corpora.
+
+The generators live in :mod:`streamkit.data` (``generate`` and ``corpus_table`` of
+:mod:`~streamkit.data.hf_corpus`, :mod:`~streamkit.data.asr_corpus`,
+:mod:`~streamkit.data.sed_corpus`); this module holds their options and prints their progress on
+stderr and the corpus table on stdout. Bad options and a missing espeak-ng give one ``error:`` line
+on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from streamkit.cli.common import add_command, commands
+
+
+def add_parsers(sub: Any) -> None:
+    add_command(sub, "corpus", help="generate a corpus: `corpus hf` is the parallel HF speech corpus, `corpus asr` the multilingual ASR corpus",
+                description="Generate a corpus. `streamkit corpus hf --help` / `streamkit corpus asr --help` list the options.",
+                arguments=add_corpus_parsers)  # fmt: skip
+
+
+#: corpus -> (help, description)
+DOCS = {
+    "hf": ("espeak-ng speech through the HF channel simulator, with labels and RTTM", "Generate the parallel HF speech corpus: espeak-ng speech in the paper's layout, through the HF channel simulator, with sample-exact labels and RTTM, train/dev/eval splits."),
+    "asr": ("multilingual (en, hi, ta, gu) espeak-ng sentences with transcripts and grapheme vocabularies", "Generate the multilingual ASR corpus (en, hi, ta, gu): espeak-ng sentences from offline word lists, speakers disjoint across train/dev/test, optional HF channel augmentation, grapheme vocabularies with B_ word-start symbols."),
+    "sed": ("10 s soundscapes of 10 event classes with DCASE labels (synthetic/weak/unlabelled/validation/eval)", "Generate the SED soundscape corpus (DCASE 2019 task 4 layout, 10 classes, 10 s clips): strongly labelled synthetic clips, weak and unlabelled real-domain clips (rooms, backgrounds, microphones), validation and eval with strong labels."),
+}  # fmt: skip
+
+
+def add_corpus_parsers(co: argparse.ArgumentParser) -> None:
+    sub = commands(co, "what", metavar="WHAT", required=True)
+    for name, arguments, run in (("hf", add_hf_arguments, run_hf), ("asr", add_asr_arguments, run_asr), ("sed", add_sed_arguments, run_sed)):
+        add_command(sub, name, help=DOCS[name][0], description=DOCS[name][1], arguments=arguments, run=run)
+
+
+# --------------------------------------------------------------------------- corpus hf
+def add_hf_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of ``streamkit corpus hf``."""
+    parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    parser.add_argument("--hours", type=float, default=2.0, help="total duration over all splits (default 2, the benchmark size)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0); the corpus depends only on it, --severity and --hours")
+    parser.add_argument("--severity", type=float, default=0.5, help="channel severity in [0, 1] for ChannelParams.random (default 0.5)")
+    parser.add_argument(
+        "--splits", type=float, nargs=3, default=(0.8, 0.1, 0.1), metavar=("TRAIN", "DEV", "EVAL"), help="split fractions (default 0.8 0.1 0.1)"
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1; the output does not depend on it)")
+    parser.add_argument("--no-metrics", action="store_true", help="skip SDR/STOI (faster; the table then shows n/a)")
+    parser.add_argument("--no-clean", action="store_true", help="do not write the clean tracks")
+    parser.add_argument(
+        "--interference", type=float, default=0.0, metavar="P",
+        help="fraction of files with an unlabelled concurrent speaker on the adjacent channel (default 0)",
+    )  # fmt: skip
+    return parser
+
+
+def run_hf(ns: argparse.Namespace) -> int:
+    """Run ``streamkit corpus hf`` from parsed arguments: progress on stderr, the table on stdout."""
+    from streamkit.data.hf_corpus import corpus_table, generate
+    from streamkit.data.tts import EspeakMissingError
+
+    def progress(done: int, total: int, audio_s: float, wall_s: float) -> None:
+        if done == total or done % 10 == 0:
+            print(
+                f"  {done}/{total} files, {audio_s / 3600:.3f} h audio in {wall_s:.1f} s ({audio_s / max(wall_s, 1e-9):.0f}x real time)",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    if not 0.0 <= ns.interference <= 1.0:
+        print(f"error: --interference must be a fraction in [0, 1], got {ns.interference:g}", file=sys.stderr)
+        return 2
+    try:
+        generate(
+            ns.out,
+            ns.hours,
+            ns.seed,
+            ns.severity,
+            tuple(ns.splits),
+            jobs=max(1, ns.jobs),
+            metrics=not ns.no_metrics,
+            write_clean=not ns.no_clean,
+            interference=ns.interference,
+            progress=progress,
+        )
+    except EspeakMissingError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(corpus_table(ns.out))
+    return 0
+
+
+# --------------------------------------------------------------------------- corpus asr
+def add_asr_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of ``streamkit corpus asr``."""
+    from streamkit.data.asr_corpus import DEFAULT_AUGMENT_PROB, DEFAULT_HOURS, DEFAULT_SEVERITY
+
+    parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    parser.add_argument("--hours-per-language", default=DEFAULT_HOURS, metavar="en=H,hi=H,ta=H,gu=H",
+                        help=f"hours per language over all splits (default {DEFAULT_HOURS}: the paper's two large, two small)")  # fmt: skip
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0); the output does not depend on --jobs")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--augment", choices=["hf", "none"], default="hf", help="hf: the HF channel simulator (default); none: clean audio")
+    parser.add_argument("--severity", type=float, default=DEFAULT_SEVERITY, help=f"channel severity in [0, 1] (default {DEFAULT_SEVERITY}, mild)")
+    parser.add_argument("--augment-prob", type=float, default=DEFAULT_AUGMENT_PROB,
+                        help=f"fraction of utterances through the channel with --augment hf (default {DEFAULT_AUGMENT_PROB})")  # fmt: skip
+    parser.add_argument("--splits", type=float, nargs=3, default=(0.8, 0.1, 0.1), metavar=("TRAIN", "DEV", "TEST"),
+                        help="split fractions of each language's hours and speakers (default 0.8 0.1 0.1)")  # fmt: skip
+    parser.add_argument("--words", type=int, default=None, metavar="N",
+                        help="closed vocabulary: draw every sentence from a fixed, seeded subset of N words per language, "
+                             "the same for train/dev/test, so WER measures recognition of words seen in training "
+                             "(default: the whole word list, nearly every test word unseen)")  # fmt: skip
+    return parser
+
+
+def run_asr(ns: argparse.Namespace) -> int:
+    """Run ``streamkit corpus asr``: progress on stderr, the Table 1 analogue on stdout; user errors
+    print one line and return 2."""
+    from streamkit.data import wordlists
+    from streamkit.data.asr_corpus import corpus_table, generate, parse_hours
+    from streamkit.data.tts import EspeakMissingError
+
+    def progress(done: int, audio_s: float, wall_s: float) -> None:
+        print(f"  {done} utterances, {audio_s / 3600:.3f} h audio in {wall_s:.1f} s ({audio_s / max(wall_s, 1e-9):.0f}x real time)",
+              file=sys.stderr, flush=True)  # fmt: skip
+
+    try:
+        parse_hours(ns.hours_per_language)
+        if ns.jobs < 1:
+            raise ValueError(f"--jobs must be >= 1, got {ns.jobs}")
+        man = generate(ns.out, ns.hours_per_language, ns.seed, splits=tuple(ns.splits), augment=ns.augment, severity=ns.severity,
+                       augment_prob=ns.augment_prob, jobs=ns.jobs, progress=progress, words=ns.words)  # fmt: skip
+    except (ValueError, EspeakMissingError, wordlists.WordListMissingError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(corpus_table(ns.out))
+    g = man["generation"]
+    print(f"{g['audio_s'] / 3600:.3f} h of audio in {g['wall_s']:.1f} s with {g['jobs']} job(s): {g['x_real_time']:.0f}x real time")
+    return 0
+
+
+# --------------------------------------------------------------------------- corpus sed
+def add_sed_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of ``streamkit corpus sed``."""
+    from streamkit.data.sed_corpus import DEFAULT_COUNTS, DOMAIN_GAPS
+
+    parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    for sub, n in DEFAULT_COUNTS.items():
+        parser.add_argument(f"--clips-{sub}", type=int, default=n, metavar="N", help=f"clips in the {sub} subset (default {n}; 0 skips it)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0); the corpus depends only on it and --rate")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1; the output does not depend on it)")
+    parser.add_argument("--rate", type=int, default=16000, help="sample rate in Hz (default 16000, as the DCASE 2020+ front ends)")
+    parser.add_argument(
+        "--domain-gap",
+        choices=DOMAIN_GAPS,
+        default="standard",
+        help="standard (default): real = synthetic sources through rooms, backgrounds and microphones; "
+        "wide: also shifted sources and unlabelled non-target sounds in the real clips",
+    )
+    return parser
+
+
+def run_sed(ns: argparse.Namespace) -> int:
+    """Run ``streamkit corpus sed`` from parsed arguments: progress on stderr, the table on stdout."""
+    from streamkit.data.sed_corpus import SUBSETS, corpus_table, generate
+    from streamkit.data.tts import EspeakMissingError
+
+    def progress(done: int, total: int, wall_s: float) -> None:
+        if done == total or done % 50 == 0:
+            print(f"  {done}/{total} clips in {wall_s:.1f} s ({done / max(wall_s, 1e-9):.1f} clips/s)", file=sys.stderr, flush=True)
+
+    if ns.jobs < 1:
+        print(f"error: --jobs must be >= 1, got {ns.jobs}", file=sys.stderr)
+        return 2
+    counts = {sub: getattr(ns, f"clips_{sub}") for sub in SUBSETS}
+    try:
+        man = generate(ns.out, counts, ns.seed, rate=ns.rate, jobs=ns.jobs, progress=progress, gap=ns.domain_gap)
+    except (ValueError, EspeakMissingError, OSError) as e:
+        print(f"error: {e}".replace("\n", " "), file=sys.stderr)
+        return 2
+    print(corpus_table(man))
+    return 0
