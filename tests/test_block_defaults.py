@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import streamkit.models
-from streamkit.cli import build_mic_graph, build_parser, main
+from streamkit.cli import build_parser, main
+from streamkit.cli.monitor import build_mic_graph
 from streamkit.core.errors import ConfigError
 from streamkit.core.graph import Graph
 from streamkit.models.rnnt_stream import RnntAsr
