@@ -8,7 +8,7 @@ carried state), run 60 s of 16 kHz audio through
 
 and report the per-chunk overhead in microseconds, the overhead per block call and the ratio
 engine / hand. Best of ``--repeat`` runs each (the machine is noisy; the minimum is the figure
-least disturbed by other load). Targets (issue #2): engine <= 1.2x the hand loop, overhead
+least disturbed by other load). Targets: engine <= 1.2x the hand loop, overhead
 <= 20 us per block call.
 
     python benchmarks/engine_overhead.py [--seconds 60] [--repeat 5]

@@ -14,8 +14,8 @@ runs on each file in its own subprocess, one at a time::
 and its peak resident set size is read from ``os.wait4`` (``ru_maxrss`` of that child alone), with
 its CPU time (user + system) and wall time. The table: command, peak RSS on the short and the
 long file, their ratio (1.0 = independent of duration), and the RT factor (CPU time / audio
-duration, the long file; it includes start-up: imports, JIT cache loads, model loading). Goal
-(issue #50): every command under 600 MB on the 2 h file, ratio ~1.
+duration, the long file; it includes start-up: imports, JIT cache loads, model loading). Goal:
+every command under 600 MB on the 2 h file, ratio ~1.
 
     python benchmarks/file_memory.py [--short-min 10] [--long-h 2] [--commands sad-stat,sad-dnn,transcribe,sed]
 

@@ -2,7 +2,7 @@
 
 A speech-like signal (the emulator's ``speech_like`` over a noise floor, the 7100 kHz default
 station) at the Kiwi's 12001.188 Hz is ADPCM-encoded into Kiwi SND frames of 1024 bytes (2048
-samples, 170.7 ms each, §2.4 of the protocol notes), then decoded by
+samples, 170.7 ms each), then decoded by
 
 * ``numba kernel / frame``: :func:`~streamkit.protocols.adpcm.adpcm_decode_kernel`, one call per
   1024-byte frame into a preallocated buffer (the kernel alone: frames are pre-made arrays);
@@ -24,7 +24,7 @@ Every decoder's output is checked bit for bit against the numba kernel's before 
 figure is the best of ``--repeat`` runs (the machine is noisy; the minimum is the figure least
 disturbed by other load), with the garbage collector off during the timed loop.
 x real time = seconds of audio decoded / seconds of wall time spent decoding (at 12001.188 Hz).
-Target (the issue): >= 2000x on one core.
+Target: >= 2000x on one core.
 
     python benchmarks/kiwi_adpcm.py [--seconds 120] [--repeat 7] [--ref-frames 6] [--cpu 0]
 
@@ -99,7 +99,7 @@ def best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
 
 
 def streaming_protocol() -> KiwiClientProtocol:
-    """A client protocol past the §1.3 handshake, ready for SND frames."""
+    """A client protocol past the authentication and set-up handshake, ready for SND frames."""
     p = KiwiClientProtocol(7100.0, "lsb")
     p.connection_made(0.0)
     for m in (b"MSG sample_rate=12001.188000", b"MSG badp=0", b"MSG audio_init=0 audio_rate=12000"):

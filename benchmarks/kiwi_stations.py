@@ -88,7 +88,7 @@ from streamkit.protocols.kiwi_client import KiwiClientProtocol  # noqa: E402
 
 TRUE_RATE = 12001.188
 OUT_RATE = 8000
-SAMPLES_PER_FRAME = {True: 2048, False: 512}  # ADPCM, PCM (§2.4)
+SAMPLES_PER_FRAME = {True: 2048, False: 512}  # ADPCM, PCM
 # Dial frequencies, cycled over the stations: the emulator's default stations at 10000 kHz (a
 # 1 kHz tone) and 7074 kHz (tone + noise), and 5000 kHz (only the noise floor). The client's cost
 # does not depend on the audio content (ADPCM decoding and libsoxr do the same work for any

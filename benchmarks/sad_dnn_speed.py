@@ -9,7 +9,7 @@ when ``--audio`` is given, else noise with harmonic bursts. Also the engine alon
 (:class:`streamkit.models.sad_dnn.SadDnnStream`, no runtime) and the offline scorer
 (:func:`streamkit.models.sad_dnn.dnn_raw_scores`, whole signal in one call).
 
-Target (issue 5): RT factor <= 0.003 single thread (the paper's PyTorch figure: 0.0119).
+Target: RT factor <= 0.003 single thread (the paper's PyTorch figure: 0.0119).
 Algorithmic latency: 1540 samples = 192.5 ms (half window, 6 conv frames, 12 vote frames).
 
     python benchmarks/sad_dnn_speed.py [--seconds 60] [--repeat 5] [--weights PATH] [--audio WAV]

@@ -5,7 +5,7 @@ Usage::
     .venv/bin/python benchmarks/sad_hf.py [--corpus DIR] [--systems stat,stat-c,dnn,...] [--chunk-ms 100]
 
 ``--corpus`` defaults to ``benchmarks/.cache/hfc2h``, generated on first use with
-``streamkit corpus hf --hours 2 --seed 1`` (the 2-hour corpus the issue names; about 30 s).
+``streamkit corpus hf --hours 2 --seed 1`` (a 2-hour corpus; about 30 s).
 
 What is measured, per system, in this one process (numba, torch and BLAS limited to one thread):
 

@@ -15,7 +15,7 @@ Weights: ``--weights``, else the shipped ``streamkit.models.SED_WEIGHTS`` when i
 randomly initialised default ``SedConfig`` model (the cost does not depend on the weight values).
 Audio: noise with tone and noise bursts (``--audio`` for a file at 16 kHz, mono-mixed).
 
-Target (issue 7): RT factor <= 0.03 on one thread at H = 1 s.
+Target: RT factor <= 0.03 on one thread at H = 1 s.
 
     python benchmarks/sed_stream.py [--seconds 120] [--repeat 3] [--weights PATH] [--audio WAV]
 

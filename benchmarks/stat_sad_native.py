@@ -15,7 +15,7 @@ step; they differ in the per-frame kernel (minimum statistics, Wiener stages, hi
 trackers, scores): numba ``stat_sad_batch`` vs ``native/stat_sad.c``. Before timing, the scores of
 the two are checked to agree (atol 1e-4; on this signal the float64 kernels differ by ~1e-18
 per frame except where a comparison in the minimum tracker meets a near-tie, which leaves
-differences up to ~5e-6 for a few frames) with identical decisions at the default threshold. Target (issue #4): RT factor <= 0.0005; numba within 1.5x of C.
+differences up to ~5e-6 for a few frames) with identical decisions at the default threshold. Target: RT factor <= 0.0005; numba within 1.5x of C.
 
     python benchmarks/stat_sad_native.py [--seconds 300] [--repeat 5] [--chunk-ms 100] [--cpu N]
 

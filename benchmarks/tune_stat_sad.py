@@ -49,7 +49,7 @@ from streamkit.eval.rttm import read_rttm_masks  # noqa: E402
 from streamkit.eval.sad import DEFAULT_THRESHOLDS, best_f1_point, eer_point, frames_to_samples, sweep  # noqa: E402
 from streamkit.io.outputs import write_text  # noqa: E402
 
-#: candidate values per parameter (the parameters that matter, sad-spec §4.2 and the paper §3.1)
+#: candidate values per parameter (the parameters that matter, the paper §3.1)
 SPACE: dict[str, list[Any]] = {
     "gamma": [1.0, 4.0, 8.0, 12.0, 16.0, 24.0, 32.0, 64.0],  # stage-1 over-subtraction (paper: > 20)
     "stages": [1, 2, 3, 4],  # Wiener stages

@@ -1,6 +1,6 @@
 """The native C ADPCM kernels (native/adpcm.c via streamkit.native) against the numba kernels and
-the pure-Python reference of streamkit.protocols.adpcm, bit-exactly, on the protocol notes'
-vectors (shared/kiwisdr-protocol.md §3.3) and on random data with the state carried across splits.
+the pure-Python reference of streamkit.protocols.adpcm, bit-exactly, on the Kiwi ADPCM test
+vectors and on random data with the state carried across splits.
 
 These tests FAIL (they do not skip) when the library is not built: CI builds it with
 ``pip install -e .[test]`` (``make test``).
@@ -57,7 +57,7 @@ def sine(k0: int, k1: int) -> np.ndarray:
     return np.round(8000 * np.sin(2 * np.pi * 1000 * k / 12000)).astype(np.int16)
 
 
-# ------------------------------------------------------------------ spec vectors (§3.3)
+# ------------------------------------------------------------------ test vectors
 
 V1_IN = np.array([0, 1000, 2000, 3000, 4000, 3000, 2000, 1000, 0, -1000, -2000, -3000, -4000, -3000, -2000, -1000], dtype=np.int16)
 V1_BYTES = bytes.fromhex("70 77 77 87 be cb 3b 34")
@@ -180,7 +180,7 @@ def test_large_inputs_release_the_gil_and_agree() -> None:
 
 
 def test_nonzero_initial_state_and_numba_wrapper() -> None:
-    """A preset state (camp mode, §3.2) gives the same result in all three decoders."""
+    """A preset state (camp mode) gives the same result in all three decoders."""
     lib()
     rng = np.random.default_rng(5)
     data = rng.integers(0, 256, 1024, dtype=np.uint8).tobytes()

@@ -171,7 +171,7 @@ class EmulatorConfig:
         is_local: Report the client as local (``is_local``, ``audio_init``).
         record_frames: Frames per connection whose samples are kept in the log (0 = none).
         max_logs: Connection logs kept (oldest finished ones are discarded).
-        max_sessions: Stop listening once this many channel-holding sessions have ended (§5.2's
+        max_sessions: Stop listening once this many channel-holding sessions have ended (for a
             deterministic capture); None = never.
         cache_signals: Cache quantised signal blocks shared by connections (signals must be
             deterministic).

@@ -1,7 +1,7 @@
 """KiwiSource: a live source that receives one KiwiSDR channel over WebSocket.
 
 The protocol itself is the sans-I/O :class:`~streamkit.protocols.kiwi_client.KiwiClientProtocol`; this
-module is the thin asyncio adapter around it (design §2): it owns the socket, the reconnect loop
+module is the thin asyncio adapter around it: it owns the socket, the reconnect loop
 with a replaceable ``classify`` + ``backoff`` pair (websockets' ``process_exception`` and
 ``backoff`` style), the keepalive/watchdog ticker, and the hand-off of decoded samples to the
 graph through a bounded :class:`~streamkit.core.ring.SampleRing`.
@@ -77,7 +77,7 @@ def classify(cause: Any) -> Retry | Fatal:
     ``cause`` is a :class:`~streamkit.protocols.kiwi_events.Terminal` event or an exception from the
     transport. Busy servers, redirects, dropped or stalled connections and refused connections are
     retried; a bad password, a kick, an inactivity or 24-h limit are final (reconnecting would
-    defeat the operator's policy, protocol notes §4.3).
+    defeat the operator's policy).
     """
     from streamkit.protocols.kiwi_events import Terminal
 
@@ -399,7 +399,7 @@ class KiwiSource(Source):
             self.freq_khz, self.mode, self.low_cut, self.high_cut, password=password, user=self.user, compression=self.compression,
             agc=self.agc, man_gain=self.man_gain, keepalive_interval=self.keepalive_s, stall_timeout=self.stall_s,
         )  # fmt: skip
-        # a fresh <ts> per session (the server silently ignores a duplicate SND on the same <ts>, §1.2);
+        # a fresh <ts> per session (the server silently ignores a duplicate SND on the same <ts>);
         # the process-wide counter makes two stations started in the same millisecond differ
         ts = (int(time.time() * 1000) + next(_TS_COUNTER)) & 0xFFFFFFFF
         uri = addr.ws_url(proto.url_path(ts))

@@ -58,7 +58,7 @@ surviving decoder's with the highest average LID posterior ``mean_t P_t(l)`` (ti
 language index; ``lid_select="mean"``, the paper's rule). ``lid_select="last"`` uses the last
 frame's posterior ``P_T(l)`` instead: a recurrent LID head (``lid_hidden > 0``) has then seen the
 whole utterance, while the mean gives the early, still uninformed frames the same weight (on our
-dev and test sets the last-frame rule identifies 1-2 points more utterances; README #6).
+dev and test sets the last-frame rule identifies 1-2 points more utterances; docs/asr.md).
 
 The shutoff statistic has the same choice (``lid_score``): ``"sum"`` is the paper's eq. 1 above;
 ``"last"`` uses ``s_l(t) = log P_t(l)``, the latest frame's log posterior. Eq. 1 treats the
@@ -323,7 +323,7 @@ def _advance(model: RnntModel, searches: Sequence[BeamSearch], encs: Sequence[to
 
 
 class LidShutoff:
-    """Cumulative LID scores, the §6.3 switch-off rule and the T_avg bookkeeping of eq. 2.
+    """Cumulative LID scores, the paper's §6.3 switch-off rule and the T_avg bookkeeping of eq. 2.
 
     Args:
         n_lang: number of languages of the LID posteriors.
@@ -475,7 +475,7 @@ class MultiDecoder:
     Args:
         model: the RNN-T model (eval mode).
         beam, max_symbols_per_frame: of every search.
-        tau, s_th: the §6.3 shutoff parameters (frames; log-probability margin).
+        tau, s_th: the paper's §6.3 shutoff parameters (frames; log-probability margin).
         languages: language indices to decode (default: all; ignored by ``vanilla``, which has one
             language-free search). One language = the LID-oracle / known-language mode.
         use_lid: use the model's LID head (default: when it has one).

@@ -1,11 +1,11 @@
 """IMA/DVI ADPCM codec as used by the KiwiSDR SND stream.
 
 This is the standard 4-bit IMA ADPCM algorithm (89-entry step table, 8-entry index adjustment)
-described in ``shared/kiwisdr-protocol.md`` §3.1, with the Kiwi's packing: two samples per byte,
+(IMA Recommended Practice for Enhancing Digital Audio Compatibility in Multimedia Systems, 1992), with the Kiwi's packing: two samples per byte,
 the **earlier sample in the low nibble**. The state is two integers, ``index`` (0..88) and
-``prev`` (the last reconstructed sample, clamped to int16); both start at 0. Per §3.2 the Kiwi
+``prev`` (the last reconstructed sample, clamped to int16); both start at 0. The Kiwi
 carries this state across SND frames for the whole connection, so a decoder must be reset only
-on the events listed there (the protocol object in :mod:`streamkit.protocols.kiwi_client` does that).
+when the server resets its encoder (a frame flagged 0x20, a compression or IQ-mode switch; the protocol object in :mod:`streamkit.protocols.kiwi_client` does that).
 
 Two implementations live here:
 
@@ -13,9 +13,9 @@ Two implementations live here:
   ``int32[2]`` state array ``[index, prev]`` updated in place, wrapped by :class:`AdpcmDecoder`
   and :class:`AdpcmEncoder`. One 1024-byte Kiwi frame is one kernel call.
 * a pure-Python reference (:func:`decode_reference`, :func:`encode_reference`) written straight
-  from the prose of §3.1, used by the tests to check the kernels.
+  from the IMA algorithm's description, used by the tests to check the kernels.
 
-Both agree with the test vectors V1, V2, V3, F1 and F2 of §3.3.
+Both agree with the test vectors V1, V2, V3, F1 and F2 of ``tests/protocols/test_adpcm.py``.
 """
 
 from __future__ import annotations
@@ -46,10 +46,10 @@ STEP_TABLE: tuple[int, ...] = (
     8630, 9493, 10442, 11487, 12635, 13899, 15289, 16818, 18500, 20350, 22385, 24623, 27086,
     29794, 32767,
 )  # fmt: skip
-"""IMA ADPCM step sizes, indexed by the state ``index`` (0..88), §3.1."""
+"""IMA ADPCM step sizes, indexed by the state ``index`` (0..88)."""
 
 INDEX_ADJUST: tuple[int, ...] = (-1, -1, -1, -1, 2, 4, 6, 8)
-"""Index adjustment for the magnitude bits (``code & 7``) of a 4-bit code, §3.1."""
+"""Index adjustment for the magnitude bits (``code & 7``) of a 4-bit code."""
 
 INDEX_MAX = len(STEP_TABLE) - 1  # 88
 INT16_MIN = -32768
@@ -126,7 +126,7 @@ def adpcm_encode_kernel(x: NDArray[np.int16], out: NDArray[np.uint8], state: NDA
         for half in range(2):
             sample = int(x[2 * i + half])
             step = int(_STEP[index])
-            # Quantise the difference (§3.1, encoding steps 1-2).
+            # Quantise the difference (IMA encoding steps 1-2).
             d = sample - prev
             code = 0
             if d < 0:
@@ -261,7 +261,7 @@ class AdpcmDecoder(_AdpcmState):
 
     State:
         ``(index, prev)``; :meth:`reset` sets it to ``(0, 0)``, :meth:`preset` to given values
-        (Kiwi camp mode, ``MSG audio_adpcm_state``, §3.2).
+        (Kiwi camp mode, ``MSG audio_adpcm_state``).
     """
 
 
@@ -285,7 +285,7 @@ class AdpcmDecoder(_AdpcmState):
 
 
 class AdpcmEncoder(_AdpcmState):
-    """Streaming IMA ADPCM encoder (server side, §3.1) whose state carries across calls.
+    """Streaming IMA ADPCM encoder (server side) whose state carries across calls.
 
     State:
         ``(index, prev)``; :meth:`reset` sets it to ``(0, 0)``.
@@ -324,7 +324,7 @@ def warmup() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# pure-Python reference (straight from §3.1; slow, for tests and documentation)
+# pure-Python reference (straight from the IMA algorithm; slow, for tests and documentation)
 # --------------------------------------------------------------------------------------------
 
 

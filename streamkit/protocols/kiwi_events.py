@@ -85,7 +85,7 @@ class GapReason(str, enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class SampleRate:
-    """The stream's true sample rate (``MSG sample_rate``, §1.7); emitted once, before the first
+    """The stream's true sample rate (``MSG sample_rate``); emitted once, before the first
     :class:`AudioFrame`.
 
     Attributes:
@@ -99,12 +99,12 @@ class SampleRate:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class AudioFrame:
-    """One decoded SND frame (§2).
+    """One decoded SND frame.
 
     Attributes:
         seq: Sequence number (uint32, first frame 1).
         flags: Raw flags byte; see :class:`SndFlag` and the properties below.
-        smeter_dbm: S-meter in dBm, ``raw / 10 - 127`` (§2.3).
+        smeter_dbm: S-meter in dBm, ``raw / 10 - 127``.
         samples: float32 mono samples, shape (n,), or complex64 I+jQ, shape (n,), both scaled
             by 1/32768.
         iq: True for the IQ/stereo layout (flag 0x08).
@@ -133,7 +133,7 @@ class AudioFrame:
 
     @property
     def squelched(self) -> bool:
-        """Squelch is closed; the client should mute (§2.2)."""
+        """Squelch is closed; the client should mute."""
         return bool(self.flags & SndFlag.SQUELCH_UI)
 
     @property
@@ -180,7 +180,7 @@ class SequenceGap:
 
 @dataclass(frozen=True, slots=True)
 class ServerInfo:
-    """An informational ``MSG`` key (§1.6), value parsed to int/float where numeric.
+    """An informational ``MSG`` key, value parsed to int/float where numeric.
 
     Attributes:
         key: The ``MSG`` key, e.g. ``version_min``, ``center_freq``, ``freq_offset``.
@@ -193,7 +193,7 @@ class ServerInfo:
 
 @dataclass(frozen=True, slots=True)
 class AuthResult:
-    """The server's ``MSG badp=<n>`` reply to ``SET auth`` (§1.3, §4.3).
+    """The server's ``MSG badp=<n>`` reply to ``SET auth``.
 
     Attributes:
         ok: True for ``badp=0``.
@@ -206,7 +206,7 @@ class AuthResult:
 
 @dataclass(frozen=True, slots=True)
 class Terminal:
-    """The session is over; the caller should close the socket (§4.2: the server does not).
+    """The session is over; the caller should close the socket (the server does not).
 
     Attributes:
         kind: What ended it.
@@ -249,7 +249,7 @@ class UnknownMessage:
 @dataclass(frozen=True, slots=True)
 class IgnoredMessage:
     """A message with a known tag that the audio client does not use (``W/F``, ``EXT``,
-    ``DAT``, ``CLI``; §1.1, §1.6)."""
+    ``DAT``, ``CLI``)."""
 
     tag: str
     data_len: int

@@ -63,13 +63,13 @@ MODES: Final[tuple[str, ...]] = (
     "am", "amn", "amw", "sam", "sal", "sau", "sas", "qam", "drm",
     "lsb", "lsn", "usb", "usn", "cw", "cwn", "nbfm", "nnfm", "iq",
 )  # fmt: skip
-"""Demodulation modes of firmware v1.711 (FW ``rx/mode.h``, §1.5)."""
+"""Demodulation modes of firmware v1.711 (FW ``rx/mode.h``)."""
 
 STEREO_MODES: Final[frozenset[str]] = frozenset({"iq", "drm", "sas", "qam"})
-"""Modes whose frames use the IQ/stereo layout with the GNSS header (§2.2, flag 0x08)."""
+"""Modes whose frames use the IQ/stereo layout with the GNSS header (flag 0x08)."""
 
 # Default passbands in Hz relative to the carrier, (low_cut, high_cut). The spec fixes only the
-# LSB default (-2700..-300, §1.5); the others are OUR CHOICES, close to the browser's defaults.
+# LSB default (-2700..-300); the others are OUR CHOICES, close to the browser's defaults.
 DEFAULT_PASSBANDS: Final[dict[str, tuple[int, int]]] = {
     "am": (-4900, 4900),
     "amn": (-2500, 2500),
@@ -104,12 +104,12 @@ ENCODED_KEYS: Final[frozenset[str]] = frozenset(
         "notify_msg",
     }
 )
-"""``MSG`` keys whose values the server percent-encodes as a whole (§1.6)."""
+"""``MSG`` keys whose values the server percent-encodes as a whole."""
 
 SND_HEADER_LEN: Final = 10
-"""Bytes of the common SND header: tag, flags, seq (u32 LE), S-meter (u16 BE) (§2.1)."""
+"""Bytes of the common SND header: tag, flags, seq (u32 LE), S-meter (u16 BE)."""
 IQ_HEADER_LEN: Final = 20
-"""Bytes before the samples of an IQ frame: common header + 10-byte GNSS block (§2.4)."""
+"""Bytes before the samples of an IQ frame: common header + 10-byte GNSS block."""
 SAMPLES_PER_FRAME_ADPCM: Final = 2048
 SAMPLES_PER_FRAME_PCM: Final = 512
 SAMPLES_PER_FRAME_IQ: Final = 512
@@ -128,7 +128,7 @@ _FLOAT_RE: Final = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-
 
 
 class SndFlag(enum.IntFlag):
-    """Bits of the SND flags byte (§2.2)."""
+    """Bits of the SND flags byte."""
 
     LPF = 0x01
     """Passband changed in this frame."""
@@ -151,7 +151,7 @@ class SndFlag(enum.IntFlag):
 def gps_week_time_to_utc_ns(gpssec: int, gpsnsec: int, reference_utc_ns: int, leap_seconds: int = GPS_UTC_LEAP_SECONDS) -> int:
     """Convert a GPS time-of-week stamp to UTC nanoseconds since the Unix epoch.
 
-    The Kiwi sends only the seconds within the GPS week (§2.4), so the week is taken from a
+    The Kiwi sends only the seconds within the GPS week, so the week is taken from a
     reference UTC time (e.g. the wall clock when the frame arrived): the week whose stamp lies
     closest to the reference is chosen, which is right while the reference is within half a
     week of the true time.
@@ -186,7 +186,7 @@ def gps_week_time_to_utc_ns(gpssec: int, gpsnsec: int, reference_utc_ns: int, le
 
 @dataclass(frozen=True, slots=True)
 class GpsStamp:
-    """GNSS time stamp of an IQ frame (§2.4): GPS time of the frame's samples.
+    """GNSS time stamp of an IQ frame: GPS time of the frame's samples.
 
     Attributes:
         last_gps_solution: Seconds since the last GPS position solution (capped at 252);
@@ -244,7 +244,7 @@ def parse_number(value: str) -> int | float | str:
 
 
 def samples_per_frame(flags: int) -> int:
-    """Nominal samples per SND frame for a flags byte (§2.4): 512 IQ, 2048 ADPCM, 512 PCM."""
+    """Nominal samples per SND frame for a flags byte: 512 IQ, 2048 ADPCM, 512 PCM."""
     if flags & SndFlag.MODE_IQ:
         return SAMPLES_PER_FRAME_IQ
     if flags & SndFlag.COMPRESSED:
@@ -253,13 +253,13 @@ def samples_per_frame(flags: int) -> int:
 
 
 def smeter_dbm(raw: int) -> float:
-    """S-meter dBm from the raw uint16 (§2.3): ``raw / 10 - 127``."""
+    """S-meter dBm from the raw uint16: ``raw / 10 - 127``."""
     return raw / 10.0 - 127.0
 
 
 @dataclass(frozen=True, slots=True)
 class SndHeader:
-    """The header of a received ``SND`` message (§2.1, §2.4) and its payload (a view, not a copy).
+    """The header of a received ``SND`` message and its payload (a view, not a copy).
 
     Attributes:
         flags: The flags byte (:class:`SndFlag` bits).
@@ -298,14 +298,14 @@ def parse_snd_header(mv: memoryview) -> SndHeader | str:
 
 
 def snd_payload_error(flags: int, nbytes: int) -> str | None:
-    """Why a payload of ``nbytes`` cannot be a frame with these flags, or None if it can (§2.4)."""
+    """Why a payload of ``nbytes`` cannot be a frame with these flags, or None if it can."""
     if flags & SndFlag.MODE_IQ:
         if flags & SndFlag.COMPRESSED:
             return "IQ frame with the COMPRESSED flag (IQ is never compressed)"
         if nbytes % 4:
             return f"IQ payload of {nbytes} bytes is not a multiple of 4"
     elif nbytes % 2:
-        # PCM: half a sample. ADPCM: the server fills every frame to 1024 bytes (§2.4), so an odd
+        # PCM: half a sample. ADPCM: the server fills every frame to 1024 bytes, so an odd
         # count is a cut or padded frame whose ADPCM state cannot be trusted either.
         return f"{'ADPCM' if flags & SndFlag.COMPRESSED else 'PCM'} payload of {nbytes} bytes is odd"
     return None
@@ -326,12 +326,12 @@ def adpcm_to_float(decoder: AdpcmDecoder, payload: memoryview | bytes) -> NDArra
     return f
 
 
-# Client command fields the server URL-decodes (§1.5).
+# Client command fields the server URL-decodes.
 _CLIENT_ENCODED: Final[frozenset[str]] = frozenset({"p", "ipl", "ident_user"})
 
 
 def smeter_raw(dbm: float) -> int:
-    """Raw uint16 S-meter for a power in dBm, as the server computes it (§2.3).
+    """Raw uint16 S-meter for a power in dBm, as the server computes it.
 
     ``truncate((clamp(dBm, -127, 3.4) + 127) * 10)``, with a 1e-9 guard so that binary
     floating point does not turn e.g. -99.7 into 272: ``smeter_raw(smeter_dbm(r)) == r``.
@@ -346,7 +346,7 @@ def smeter_raw(dbm: float) -> int:
 
 
 def build_msg(**kv: object) -> bytes:
-    """Build a server ``MSG`` message (§1.6): ``b"MSG key=value key2 ..."``.
+    """Build a server ``MSG`` message: ``b"MSG key=value key2 ..."``.
 
     Values of :data:`ENCODED_KEYS` are percent-encoded (spaces, ``:``, ``/`` ... all encoded,
     like the firmware's ``mg_url_encode``). ``None`` gives a bare key, bools give 0/1,
@@ -390,7 +390,7 @@ def build_snd_frame(
     *,
     encoder: AdpcmEncoder | None = None,
 ) -> bytes:
-    """Build one server ``SND`` message (§2).
+    """Build one server ``SND`` message.
 
     Args:
         seq: Sequence number, 0..2**32-1.
@@ -402,7 +402,7 @@ def build_snd_frame(
         flags: The flags byte (:class:`SndFlag` bits).
         gps: GNSS stamp for IQ frames (default all zero, like the first frame); only with
             MODE_IQ.
-        encoder: ADPCM encoder whose state carries across frames (§3.2); a fresh one (state
+        encoder: ADPCM encoder whose state carries across frames; a fresh one (state
             0, 0) if None.
 
     Returns:
@@ -419,7 +419,7 @@ def build_snd_frame(
         raise ValueError(f"flags must fit a byte, got {flags}")
     iq = bool(flags & SndFlag.MODE_IQ)
     if iq and flags & SndFlag.COMPRESSED:
-        raise ValueError("IQ frames are never compressed (§2.2)")
+        raise ValueError("IQ frames are never compressed")
     header = b"SND" + struct.pack("<BI", flags, seq) + struct.pack(">H", smeter_raw(smeter_dbm))
     if iq:
         g = gps if gps is not None else GpsStamp(0, 0, 0)
@@ -443,7 +443,7 @@ def build_snd_frame(
 
 
 def parse_client_command(text: str) -> tuple[str, dict[str, str]]:
-    """Parse one client command as the server sees it (§1.5).
+    """Parse one client command as the server sees it.
 
     One trailing newline is stripped (as the firmware does). The name is the first token's key
     (``"SET mod=lsb ..."`` -> ``"mod"``, and the dict keeps ``mod=lsb``), or the bare first

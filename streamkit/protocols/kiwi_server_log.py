@@ -64,15 +64,15 @@ class Phase(str, enum.Enum):
     """Server-side state of one connection."""
 
     WAITING = "waiting"
-    """Upgraded; no client message yet (the server does nothing, §1.2)."""
+    """Upgraded; no client message yet (the server does nothing)."""
     REFUSED = "refused"
     """Refused (too_busy, down, redirect): every later message gets the refusal again."""
     DUPLICATE = "duplicate"
-    """Same ``<ts>`` as a live session: ignored silently (§1.2)."""
+    """Same ``<ts>`` as a live session: ignored silently."""
     AUTH = "auth"
     """Channel allocated, ``sample_rate`` sent, waiting for a successful ``SET auth``."""
     SETUP = "setup"
-    """Authenticated; waiting for the five command bits (§1.4)."""
+    """Authenticated; waiting for the five command bits."""
     STREAMING = "streaming"
     """Sending frames."""
     STALLED = "stalled"
@@ -127,7 +127,7 @@ class SentFrame:
         seq: Sequence number.
         t: Loop time when it was sent (or dropped).
         flags: Flags byte.
-        smeter_raw: Raw S-meter (§2.3).
+        smeter_raw: Raw S-meter.
         start_index: Connection sample index of the first sample.
         samples: The int16 samples encoded: shape (n,) mono, (n, 2) IQ ``[I, Q]`` (read-only).
         decoded: What a correct client decodes: the ADPCM reconstruction for compressed

@@ -1,6 +1,6 @@
 """Sans-I/O parsing of KiwiSDR server addresses: redirect targets and user-given URLs.
 
-A Kiwi that is full may answer ``MSG redirect=<percent-encoded URL>`` (protocol notes §4.3), e.g.
+A Kiwi that is full may answer ``MSG redirect=<percent-encoded URL>``, e.g.
 ``http://kiwi2.example.net:8073`` or ``http://[2001:db8::7]:8073/``. The URL is parsed with
 :func:`urllib.parse.urlsplit` (IPv6 literals in brackets, explicit or default port) and checked;
 anything else is refused with a reason a person can act on. :meth:`KiwiAddress.same_server` is what

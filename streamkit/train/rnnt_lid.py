@@ -7,7 +7,7 @@ the RNN-T, with mini-batches from one language at a time, and notes that the LID
 the encoder can cost recognition accuracy ("could be avoided by having a separate LID model").
 On our scale the joint head fails the other way round: with one-language batches it follows the
 language of the last few batches, and its frame-mean cross-entropy is about 100 times weaker than
-the per-utterance RNN-T loss. Run A of session 4 (5000 steps) ended with dev LID 36 % while a
+the per-utterance RNN-T loss. A 5000-step run ended with dev LID 36 % while a
 linear head fitted on its frozen encoder with balanced batches reached 67.8 %. Training with
 mixed batches and a per-utterance LID loss (``--batching mixed --lid-loss utt-sum``) lifted LID
 to 57 % but slowed the RNN-T (dev loss 144.8 against 105.8 at step 2500).

@@ -1,6 +1,6 @@
 """Per-class post-processing of SED frame probabilities, fitted on the validation set.
 
-Issue #7. The CRNN's frame probabilities become events through a median filter and a threshold
+The CRNN's frame probabilities become events through a median filter and a threshold
 (:mod:`streamkit.models.sed_post`). The trainer and the Table 1 benchmark use one setting for
 every class (0.45 s, 0.5: the DCASE 2020 baseline's). Classes differ in how long their events last
 (a dog bark against running water) and in how well calibrated their probabilities are, and DCASE

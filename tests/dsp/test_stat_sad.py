@@ -103,7 +103,7 @@ def test_instance():
     from streamkit.core.registry import lookup
 
     assert lookup("dsp.stat_sad") is StatSAD
-    # Martin's bias table (spec §3): exact entries and sqrt-interpolation
+    # Martin's bias table (Martin 2006): exact entries and sqrt-interpolation
     assert mh_value(96) == pytest.approx(0.876, abs=2e-3) and mh_value(12) == pytest.approx(0.635, abs=2e-3)
     assert mh_value(8) == 0.58
 
@@ -418,7 +418,7 @@ def test_short_prompt_found_from_its_start(seed):
     r = run_block(StatSAD(), x[:, None], rate=RATE, sizes=800)
     assert recall(r, a, b, x.shape[0]) > 0.9
     assert spans(r)[0][0] <= a + 2 * HOP
-    # without the re-scoring the warm-up's low scores cut the start (the issue: 12 % found)
+    # without the re-scoring the warm-up's low scores cut the start (12 % found)
     r0 = run_block(StatSAD(warmup_rescore=False), x[:, None], rate=RATE, sizes=800)
     assert recall(r0, a, b, x.shape[0]) < 0.3
     # the look-back is bounded and exact: any chunking, and the offline helper, agree

@@ -37,8 +37,8 @@ from streamkit.eval.sad import (
 )
 
 # ============================================================================ brute force
-# Written from the protocol text (sad-spec §5.1/§5.2), one sample at a time, sharing no code
-# with the implementation.
+# Written from the description of the paper's scoring protocol, one sample at a time, sharing no
+# code with the implementation.
 
 
 def bf_collar(collar_s: float, rate: float) -> int:
@@ -306,7 +306,7 @@ def test_frames_to_samples_equals_bruteforce(levels: list[int], hop: int, win: i
 
 
 def test_frames_to_samples_fgnt_geometry() -> None:
-    # DNN SAD: hop 80, win 200 (sad-spec §1); one speech frame t marks [80t, 80t + 200)
+    # DNN SAD: hop 80, win 200 (fgnt/ham_radio's geometry); one speech frame t marks [80t, 80t + 200)
     n_frames = 50
     dec = np.zeros(n_frames, bool)
     dec[10] = True

@@ -2,10 +2,9 @@
 
 Every test talks to a real :class:`KiwiEmulator` over a loopback WebSocket
 (``websockets.asyncio.client``) and checks the client-side events and the emulator's
-per-connection log against ``shared/kiwisdr-protocol.md``: §1.2-1.3 (paths, message order,
-nothing before the first message), §1.4 (five command bits, four-keepalive rule), §1.5
-(commands), §2 (frame layouts, S-meter, GNSS stamps), §3.2 (ADPCM state events), §4 (timeouts,
-refusals, drops without a close frame). Frames are paced faster than real time (``speed``) and
+per-connection log against the KiwiSDR protocol: paths, message order, nothing before the first
+message; the five command bits and the four-keepalive rule; commands; frame layouts, S-meter,
+GNSS stamps; ADPCM state events; timeouts, refusals, drops without a close frame. Frames are paced faster than real time (``speed``) and
 timeouts are short so that each test takes well under 3 s.
 """
 
@@ -233,7 +232,7 @@ def assert_frames_match_log(frames: list[AudioFrame], log: ConnectionLog) -> Non
 
 
 # ------------------------------------------------------------------------------------------
-# handshake (§1.2, §1.3)
+# handshake
 # ------------------------------------------------------------------------------------------
 
 
@@ -242,7 +241,7 @@ class TestHandshake:
     async def test_nothing_before_first_message_then_sequence_in_order(self) -> None:
         async with KiwiEmulator(cfg()) as emu:
             ws = await ws_connect(emu.url(11))
-            assert await recv_all(ws, quiet=0.2) == []  # the server waits for the client (§1.2)
+            assert await recv_all(ws, quiet=0.2) == []  # the server waits for the client
             c = Client(KiwiClientProtocol(7074.0, "lsb"), ws)
             c.p.connection_made(now())
             await c._flush()
@@ -319,11 +318,11 @@ class TestHandshake:
         assert outcomes["SET nb algo=1"] == "ignored" and outcomes[""] == "empty"
         assert outcomes["SET mod=lsb"] == "bad_params"
         assert log.unknown_commands == 2 and log.bad_params == 1
-        assert log.drop_reason is None  # unknown commands are harmless (§1.5)
+        assert log.drop_reason is None  # unknown commands are harmless
 
 
 # ------------------------------------------------------------------------------------------
-# the five command bits and the drop rules (§1.3, §1.4, §4)
+# the five command bits and the drop rules
 # ------------------------------------------------------------------------------------------
 
 
@@ -352,7 +351,7 @@ async def test_no_audio_until_all_five_bits(missing: str) -> None:
         await ws.send(fix)
         got = snd(await recv_all(ws, quiet=0.1, limit=0.3))
         await ws.close()
-    assert got and got[0][4:8] == b"\x01\x00\x00\x00"  # seq 1, little-endian (§2.1)
+    assert got and got[0][4:8] == b"\x01\x00\x00\x00"  # seq 1, little-endian
 
 
 class TestDropRules:
@@ -371,7 +370,7 @@ class TestDropRules:
             for command in (MOD, AGC, AR_OK):
                 await ws.send(command)
             after = await recv_all(ws, quiet=0.3)
-            assert ws.state is WsState.OPEN  # dropped silently: no close frame (§4.2)
+            assert ws.state is WsState.OPEN  # dropped silently: no close frame
             assert emu.active_channels == 0
             await ws.close()
         assert after == []
@@ -468,7 +467,7 @@ class TestDropRules:
 
 
 # ------------------------------------------------------------------------------------------
-# audio (§2, §3)
+# audio
 # ------------------------------------------------------------------------------------------
 
 
@@ -485,7 +484,7 @@ class TestAudio:
         assert all(f.compressed and len(f.samples) == 2048 for f in frames)
         assert_frames_match_log(frames, log)
         # The log's source samples are the station's signal, quantised; the decoded reference is
-        # an independent encode/decode of them with the state carried across frames (§3.2).
+        # an independent encode/decode of them with the state carried across frames.
         station = emu.config.signals[7074.0]
         enc, dec = AdpcmEncoder(), AdpcmDecoder()
         for i, sent in enumerate(log.frames[:6]):
@@ -522,7 +521,7 @@ class TestAudio:
         assert_frames_match_log(frames, log)
         np.testing.assert_array_equal(np.concatenate([f.samples.astype(np.complex128) * 32768 for f in frames]), log.expected_iq(log.frames[:12]))
         g0 = frames[0].gps
-        assert g0 is not None and (g0.last_gps_solution, g0.gpssec, g0.gpsnsec) == (0, 0, 0)  # first frame (§2.4)
+        assert g0 is not None and (g0.last_gps_solution, g0.gpssec, g0.gpsnsec) == (0, 0, 0)  # first frame
         stamps = []
         for f in frames[1:]:
             assert f.gps is not None and f.gps.valid and 0 <= f.gps.last_gps_solution <= 3
@@ -579,7 +578,7 @@ class TestAudio:
             c = await Client.open(emu, KiwiClientProtocol(7074.0, "lsb"))
             steps: list[Callable[[], None]] = [
                 lambda: c.p.set_compression(False),  # ADPCM -> PCM
-                lambda: c.p.set_compression(True),  # 0 -> 1 resets the encoder (§3.2 event 2)
+                lambda: c.p.set_compression(True),  # 0 -> 1 resets the encoder
                 lambda: c.p.reinit(),  # reset + RESTART flag (event 3)
                 lambda: c.p.set_frequency(7074.0, "iq"),  # IQ frames
                 lambda: c.p.set_frequency(7074.0, "usb"),  # stereo -> mono resets (event 4)
@@ -831,7 +830,7 @@ class TestFaults:
             await c.pump(timeout=1.0)
             assert c.terminal is not None and c.terminal.kind is kind and text in c.terminal.message
             if kind is not TerminalKind.BADP:
-                # refused: no sample_rate; the same refusal for every later message; no close (§4.2)
+                # refused: no sample_rate; the same refusal for every later message; no close
                 log = last_log(emu)
                 assert len(log.messages) == 1 and log.channel is None
                 await c.ws.send("SET keepalive")

@@ -1,4 +1,4 @@
-"""Tests for streamkit.protocols.adpcm: the vectors of kiwisdr-protocol.md §3.3 and kernel == reference."""
+"""Tests for streamkit.protocols.adpcm: the Kiwi ADPCM test vectors and kernel == reference."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from streamkit.protocols.adpcm import (
 from streamkit.protocols.kiwi_frames import SndFlag, build_snd_frame
 
 # --------------------------------------------------------------------------------------------
-# §3.3 test vectors
+# test vectors
 # --------------------------------------------------------------------------------------------
 
 V1_IN = [0, 1000, 2000, 3000, 4000, 3000, 2000, 1000, 0, -1000, -2000, -3000, -4000, -3000, -2000, -1000]
@@ -68,7 +68,7 @@ def test_instance() -> None:
 
 
 class TestVectors:
-    """§3.3, all from state (0, 0)."""
+    """The test vectors, all from state (0, 0)."""
 
     def test_v1_encode(self) -> None:
         enc = AdpcmEncoder()
@@ -83,7 +83,7 @@ class TestVectors:
         assert decode_reference(V1_BYTES) == (V1_DECODED, *V1_STATE)
 
     def test_v1_audioop_nibble_order(self) -> None:
-        # audioop's output for V1 is the same codes with the nibbles swapped (§3.3).
+        # audioop's output for V1 is the same codes with the nibbles swapped.
         audioop_bytes = bytes.fromhex("07 77 77 78 eb bc b3 43")
         swapped = bytes(((b & 0xF) << 4) | (b >> 4) for b in audioop_bytes)
         assert swapped == V1_BYTES
@@ -127,7 +127,7 @@ class TestVectors:
         assert (ref, idx, prev) == (f2, *F2_STATE)
 
     def test_wrong_reset_example(self) -> None:
-        """§3.2: decoding the continuation frame with a reset decoder is badly wrong."""
+        """The state carries across frames: decoding the continuation frame with a reset decoder is badly wrong."""
         enc = AdpcmEncoder()
         f1 = enc.encode(sine(0, 2048))
         f2 = enc.encode(sine(2048, 4096))
@@ -262,7 +262,7 @@ def test_round_trip_equals_encoder_reconstruction() -> None:
     y = dec.decode(data)
     assert y.tolist() == decode_reference(data)[0]
     assert dec.state == enc.state
-    # and it is a decent codec once the index has climbed (the §3.3 start-up transient aside)
+    # and it is a decent codec once the index has climbed (the start-up transient of the vectors aside)
     err = y[2000:].astype(np.float64) - x[2000:]
     assert np.sqrt(np.mean(err**2)) < 0.1 * np.std(x)
 

@@ -1,4 +1,4 @@
-"""Sans-I/O tests for streamkit.protocols.kiwi_client and kiwi_frames with byte fixtures (kiwisdr-protocol.md §1-§4)."""
+"""Sans-I/O tests for streamkit.protocols.kiwi_client and kiwi_frames with byte fixtures."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ SETUP_DEFAULT = [
 ]
 AR_OK = "SET AR OK in=12000 out=44100"
 
-# The v1.711 server side of §1.3, message by message.
+# The v1.711 server side of the handshake, message by message.
 PRE_AUTH = [
     b"MSG sample_rate=12001.188000",
     b"MSG client_public_ip=192.0.2.7",
@@ -93,7 +93,7 @@ def feed(p: KiwiClientProtocol, *messages: bytes | bytearray | memoryview | str,
 
 
 def streaming_proto(**kw: Any) -> KiwiClientProtocol:
-    """A protocol that went through the whole §1.3 handshake (events and output drained)."""
+    """A protocol that went through the whole handshake (events and output drained)."""
     p = proto(**kw)
     feed(p, *PRE_AUTH, AUTH_OK, *POST_AUTH)
     p.data_to_send()
@@ -173,12 +173,12 @@ class TestConstruction:
 
 
 # --------------------------------------------------------------------------------------------
-# §1.3 command sequence
+# command sequence
 # --------------------------------------------------------------------------------------------
 
 
 class TestHandshake:
-    """§1.3/§1.4: the exact commands for scripted server conversations."""
+    """The exact commands for scripted server conversations."""
 
     def test_auth_is_first(self) -> None:
         p = KiwiClientProtocol(7100.0)
@@ -228,7 +228,7 @@ class TestHandshake:
         assert p.sample_rate == 12001.188 and p.audio_rate == 12000
 
     def test_old_grouped_form_before_badp(self) -> None:
-        """v1.216 (§1.3): audio_init, audio_rate and sample_rate in one MSG before the auth reply."""
+        """v1.216: audio_init, audio_rate and sample_rate in one MSG before the auth reply."""
         p = proto()
         p.data_to_send()
         events = feed(p, b"MSG audio_init=0 audio_rate=12000 sample_rate=12001.150")
@@ -309,7 +309,7 @@ class TestHandshake:
 
 
 # --------------------------------------------------------------------------------------------
-# keepalive (§4.1) and the four-keepalive rule (§1.4)
+# keepalive and the four-keepalive rule
 # --------------------------------------------------------------------------------------------
 
 
@@ -419,13 +419,13 @@ class TestKeepalive:
 
 
 # --------------------------------------------------------------------------------------------
-# SND frames (§2)
+# SND frames
 # --------------------------------------------------------------------------------------------
 
 
 class TestFrames:
     def test_example_header_adpcm(self) -> None:
-        """§2.5: 53 4e 44 10 01 00 00 00 02 1c + 1024 ADPCM bytes (this is F1)."""
+        """53 4e 44 10 01 00 00 00 02 1c + 1024 ADPCM bytes (this is F1)."""
         payload = AdpcmEncoder().encode(sine(0, 2048))
         msg = bytes.fromhex("53 4e 44 10 01 00 00 00 02 1c") + payload
         assert hashlib.sha256(msg).hexdigest() == "2eb67b2818b4107b73e789c68c4b9f70c8f37ec563c9668ac26f43e52b0fb79f"
@@ -440,7 +440,7 @@ class TestFrames:
         assert p.adpcm_state == (68, -4322)
 
     def test_example_header_pcm(self) -> None:
-        """§2.5: 53 4e 44 00 07 00 00 00 02 1c + 512 big-endian int16."""
+        """53 4e 44 00 07 00 00 00 02 1c + 512 big-endian int16."""
         x = np.linspace(-32768, 32767, 512).astype(np.int16)
         msg = bytes.fromhex("53 4e 44 00 07 00 00 00 02 1c") + x.astype(">i2").tobytes()
         assert build_snd_frame(7, -73.0, x, 0) == msg
@@ -451,7 +451,7 @@ class TestFrames:
         assert f.samples.min() == -1.0
 
     def test_example_header_iq(self) -> None:
-        """§2.5: IQ header with GNSS stamp 345600 s / 500000000 ns, then I=1000, Q=-1000."""
+        """IQ header with GNSS stamp 345600 s / 500000000 ns, then I=1000, Q=-1000."""
         header = bytes.fromhex("53 4e 44 08 01 00 00 00 02 1c 00 00 00 46 05 00 00 65 cd 1d")
         msg = header + bytes.fromhex("03 e8 fc 18") * 512
         gps = GpsStamp(0, 345600, 500_000_000)
@@ -481,7 +481,7 @@ class TestFrames:
         assert iq_le.samples[1] == np.complex64(complex(300 / 32768, -1.0))
 
     def test_follows_flags_not_configured_mode(self) -> None:
-        """An lsb + compression client still decodes PCM and IQ frames by their flags (§2.2)."""
+        """An lsb + compression client still decodes PCM and IQ frames by their flags."""
         p = streaming_proto()
         events = feed(p, pcm_frame(1), build_snd_frame(2, -73.0, np.zeros(8, np.int16), IQ))
         f1, f2 = frames(events)
@@ -541,7 +541,7 @@ class TestFrames:
 
 
 # --------------------------------------------------------------------------------------------
-# sequence numbers (§2.1)
+# sequence numbers
 # --------------------------------------------------------------------------------------------
 
 
@@ -607,7 +607,7 @@ class TestSequence:
 
 
 # --------------------------------------------------------------------------------------------
-# ADPCM state across frames (§3.2)
+# ADPCM state across frames
 # --------------------------------------------------------------------------------------------
 
 
@@ -661,7 +661,7 @@ class TestAdpcmState:
         assert p.adpcm_state == (0, 0)  # MODE_IQ set -> clear
 
     def test_no_reset_without_a_reason(self) -> None:
-        """A wrongly reset decoder would give the §3.2 garbage; check a plain continuation."""
+        """A wrongly reset decoder would give garbage; check a plain continuation."""
         enc = AdpcmEncoder()
         msgs = [build_snd_frame(s + 1, -73.0, sine(2048 * s, 2048 * (s + 1)), C, encoder=enc) for s in range(4)]
         events = feed(streaming_proto(), *msgs)
@@ -670,7 +670,7 @@ class TestAdpcmState:
         assert got.tolist() == ref
 
     def test_camp_preset(self) -> None:
-        """MSG audio_adpcm_state presets the decoder (§3.2 camp mode)."""
+        """MSG audio_adpcm_state presets the decoder (camp mode)."""
         enc = AdpcmEncoder()
         enc.encode(sine(0, 2048))
         f2 = build_snd_frame(2, -73.0, sine(2048, 4096), C, encoder=enc)
@@ -689,7 +689,7 @@ class TestAdpcmState:
 
 
 # --------------------------------------------------------------------------------------------
-# GNSS stamps (§2.4)
+# GNSS stamps
 # --------------------------------------------------------------------------------------------
 
 
@@ -744,7 +744,7 @@ class TestGps:
 
 
 # --------------------------------------------------------------------------------------------
-# terminal conditions (§4.2, §4.3)
+# terminal conditions
 # --------------------------------------------------------------------------------------------
 
 
@@ -888,7 +888,7 @@ class TestTerminal:
 
 
 # --------------------------------------------------------------------------------------------
-# malformed input never raises (§4.3 last row)
+# malformed input never raises
 # --------------------------------------------------------------------------------------------
 
 MALFORMED: list[tuple[str, bytes | str]] = [

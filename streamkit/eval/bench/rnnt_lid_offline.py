@@ -15,7 +15,7 @@ and the encoder's input normalisation is causal, so these decisions are the ones
 block makes on the same files (``rnnt_multilingual.py --lid-last``'s LID column, oracle
 boundaries at the file ends); this runs in a minute instead of decoding four beams.
 
-The same posteriors also drive the §6.3 decoder shutoff offline (``LidShutoff``, the block's own
+The same posteriors also drive the paper's §6.3 decoder shutoff offline (``LidShutoff``, the block's own
 rule) at the Table 7 points that switch anything off, with both statistics (``sum``: the paper's
 cumulative log posterior; ``last``: the latest frame's, ``lid_score="last"``), each also with the
 training-hours prior when the file records one (``+prior``): the share of utterances whose

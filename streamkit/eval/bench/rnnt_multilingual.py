@@ -80,7 +80,8 @@ TAUS = (math.inf, 1000, 100, 30, 10)
 STHS = (0.2, 0.5, math.inf)
 LANGS = ("en", "hi", "ta", "gu")
 
-#: the paper's figures (shared/papers/multi-softmax-streaming-multilingual-rnnt.txt), WER/LID in %
+#: the paper's figures (Joshi et al. 2021, "Multiple Softmax Architecture for Streaming Multilingual
+#: End-to-End ASR Systems"), WER/LID in %
 PAPER = {
     "table2_known_language_wer": {
         "monolingual": {"en": 24.67, "hi": 16.2, "ta": 32.92, "gu": 27.33, "avg": 23.97},

@@ -1,12 +1,12 @@
 """Per-class post-processing fitted on validation: does it change the Table 1 ranking?
 
-Issue #7. ``sed_table1.py`` scores every model with one median window and threshold for all
+``sed_table1.py`` scores every model with one median window and threshold for all
 classes (0.45 s, 0.5). Tri-training changes how the final classifier is calibrated (it learns from
 pseudo-labels that miss a fifth of the true event frames), so a fixed 0.5 may favour one method.
 This benchmark fits, for every model separately, the median window and the threshold on the
 strongly labelled *validation* clips (:func:`streamkit.train.sed_tune.tune_post`: per class, and
 the best single setting for all classes) and scores the real-domain *eval* clips four ways:
-default, global, per-class, and per-class with each class's clip gate (session 36: no events of a
+default, global, per-class, and per-class with each class's clip gate (no events of a
 class in a clip whose clip-level probability is below the gate, fitted on validation after the
 threshold and window; :func:`streamkit.models.sed_post.clip_gate`). The validation clips are the ones the trainer already selects its
 best epoch on; the eval clips are used only here and in ``sed_table1.py``.
@@ -17,7 +17,7 @@ Usage::
         --model "baseline@seed 1=base1/sed.pt" --model adv-time+tri=a/sed.pt --model "adv-time+tri@seed 1=a1/sed.pt"
 
 Rows with the same method are seeds of one recipe; the summary compares the methods' means in
-each mode (the issue's target: Adv.time+Tri >= baseline + 5 points real event F1). Writes
+each mode (target: Adv.time+Tri >= baseline + 5 points real event F1). Writes
 ``benchmarks/results/sed_post_tune.json`` (file names only).
 """
 

@@ -1,7 +1,7 @@
 """The paper's Table 1 on our SED corpus: six training methods, real and synthetic domain.
 
 Park et al., "Weakly labeled sound event detection using tri-training and adversarial learning"
-(DCASE 2019 task 4; ``../shared/papers/sed-tri-training-adversarial.txt``), Table 1: event-based
+(DCASE 2019 task 4), Table 1: event-based
 and segment-based macro F1 of the baseline, Adv.whole, Adv.time, Tri-training, Adv.whole+Tri and
 Adv.time+Tri. Here each method is a weight file written by ``streamkit train sed`` on the same
 ``streamkit corpus sed`` corpus with the same ``--epochs`` (the tri-training methods then run
@@ -63,7 +63,7 @@ PAPER = {
     "adv-whole+tri": (32.64, 60.48),
     "adv-time+tri": (35.10, 60.67),
 }
-TARGET_GAIN = 5.0  #: issue #7: Adv.time+Tri beats the baseline by >= 5 points event-based F1
+TARGET_GAIN = 5.0  #: target: Adv.time+Tri beats the baseline by >= 5 points event-based F1
 
 
 def _fmt(v: Any, w: int = 7) -> str:
@@ -141,7 +141,7 @@ def _card_fields(row: dict[str, Any], card: dict[str, Any], labeler_hidden: int 
 
 
 def card_row(method: str, path: Path, corpus_command: str | None) -> dict[str, Any]:
-    """A row from a model card's own scores, for a run whose weights are gone (trained in an earlier session; only
+    """A row from a model card's own scores, for a run whose weights are gone (trained earlier; only
     its card was kept in ``benchmarks/results``). The trainer scores the eval and held-out synthetic clips once, with
     the same post-processing and metric code as :func:`evaluate_model` (``streamkit.train.sed.score_probs``), so the
     figures are the ones this script would compute from the weights. The card must come from a model trained on
