@@ -46,7 +46,7 @@ from streamkit.eval.bench import machine_info  # noqa: E402
 from streamkit.io.outputs import write_text  # noqa: E402
 from streamkit.models.rnnt import load_model  # noqa: E402
 from streamkit.models.rnnt_search import MultiDecoder  # noqa: E402
-from streamkit.train.rnnt import AsrCorpus, _spread, compute_logmel, stacked  # noqa: E402
+from streamkit.train.rnnt_corpus import AsrCorpus, compute_logmel, spread, stacked  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 SHIPPED = ROOT / "streamkit" / "models" / "weights" / "rnnt_lid.pt"
@@ -57,7 +57,7 @@ FUSED = {"fused: last + bias": [0], "fused: last + mean": [0, 1], "fused: last +
 def evidence(model: Any, corpus: AsrCorpus, split: str, limit: int) -> dict[str, np.ndarray]:
     """Per utterance: reference language, frames, LID posteriors, decoder scores and lengths."""
     utts = corpus.split(split)
-    sel = [u for lg in range(len(corpus.langs)) for u in _spread([u for u in utts if u.lang == lg], limit)]
+    sel = [u for lg in range(len(corpus.langs)) for u in spread([u for u in utts if u.lang == lg], limit)]
     rows: dict[str, list[Any]] = {"lang": [], "frames": [], "mean": [], "last": [], "score": [], "symbols": []}
     t0 = time.monotonic()
     for i, u in enumerate(sel):

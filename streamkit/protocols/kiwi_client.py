@@ -44,23 +44,24 @@ from streamkit.protocols.kiwi_events import (
     UnknownMessage,
 )
 from streamkit.protocols.kiwi_frames import (
-    DEFAULT_PASSBANDS,
     ENCODED_KEYS,
-    MODES,
     U32,
     SndFlag,
     adpcm_to_float,
+    check_freq,
+    check_mode,
     parse_float,
     parse_int,
     parse_number,
     parse_snd_header,
     pcm_to_float,
+    resolve_passband,
     samples_per_frame,
     smeter_dbm,
     snd_payload_error,
 )
+from streamkit.protocols.kiwi_msg_keys import ENDING_KEYS, INFO_KEYS, KNOWN_IGNORED_TAGS, badp_ending, msg_pairs, session_ending
 from streamkit.protocols.kiwi_tally import MessageTally, message_kind
-from streamkit.protocols.kiwi_url import parse_kiwi_url
 
 __all__ = [
     "AR_OUT_RATE",
@@ -73,68 +74,16 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# Informational MSG keys (§1.6), reported as ServerInfo. Anything else that is not handled
-# explicitly becomes an UnknownMessage event.
-_INFO_KEYS: Final[frozenset[str]] = frozenset(
-    {
-        "audio_init", "audio_rate", "version_maj", "version_min", "debian_ver", "model",
-        "platform", "ext_clk", "abyy", "freq_offset", "center_freq", "bandwidth", "adc_clk_nom",
-        "client_public_ip", "rx_chans", "chan_no_pwd", "chan_no_pwd_true", "is_local",
-        "max_camp", "load_cfg", "load_dxcfg", "load_dxcomm_cfg", "cfg_loaded", "is_multi_core",
-        "rf_attn", "max_thr", "status_msg_html", "notify_msg", "monitor", "camp", "audio_camp",
-        "audio_passband", "isMasked", "stats_cb", "keepalive",
-    }
-)  # fmt: skip
-
 AR_OUT_RATE: Final = 44100
-"""``out=`` value of ``SET AR OK``; kiwiclient's value (§1.5). Only ``out != 0`` matters."""
+"""``out=`` value of ``SET AR OK``; kiwiclient's value. Only ``out != 0`` matters."""
 MIN_SAMPLE_RATE: Final = 1000.0
 MAX_SAMPLE_RATE: Final = 1e6
 MAX_KEEPALIVES_BEFORE_SETUP: Final = 4
-"""The server drops a client that sends more than 4 keepalives before setup is complete (§1.4)."""
+"""The server drops a client that sends more than 4 keepalives before setup is complete."""
 PRE_SETUP_KEEPALIVE_INTERVAL: Final = 5.0
 """Minimum keepalive spacing (s) before setup is complete: 4 x 5 s covers the 20 s pre-auth
-window (§4.1) without spending the keepalive budget of §1.4 in the first seconds."""
+window without spending the pre-setup keepalive budget in the first seconds."""
 _HALF_U32: Final = 1 << 31
-
-_KNOWN_IGNORED_TAGS: Final[frozenset[bytes]] = frozenset({b"W/F", b"EXT", b"DAT", b"CLI"})
-
-_BADP_MESSAGES: Final[dict[int, str]] = {
-    1: "bad password, or all free channels need a password",
-    2: "still determining local interface, retry soon",
-    3: "admin connection not allowed from this IP",
-    4: "no admin password set, local network only",
-    5: "no multiple connections from the same IP",
-    6: "database update in progress, retry in a minute",
-    7: "another admin connection is already open",
-}
-# badp codes worth retrying, with a suggested delay in seconds (§4.3).
-_BADP_RETRY: Final[dict[int, float]] = {2: 10.0, 6: 60.0}
-
-_DOWN_MESSAGES: Final[dict[int, str]] = {
-    0: "receiver disabled by the admin",
-    1: "software update in progress",
-    2: "backup in progress",
-}
-
-
-def _check_mode(mode: str) -> str:
-    if mode not in DEFAULT_PASSBANDS:
-        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
-    return mode
-
-
-def _as_hz(value: float, name: str) -> int:
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}")
-    return round(value)
-
-
-def _check_freq(freq_khz: float) -> float:
-    f = float(freq_khz)
-    if not math.isfinite(f) or f < 0:
-        raise ValueError(f"freq_khz must be a finite number >= 0, got {freq_khz}")
-    return f
 
 
 class KiwiClientProtocol:
@@ -149,7 +98,7 @@ class KiwiClientProtocol:
         for each message m (and every ~0.25 s with no message: p.tick(now())):
             p.receive_message(m, now())
             send(p.data_to_send()); handle(p.events_received())
-            # on Terminal: close the socket (the server will not, §4.2)
+            # on Terminal: close the socket (the server will not)
 
     Parameters:
         freq_khz: Carrier/dial frequency in kHz as sent in ``SET mod freq=`` (baseband: the
@@ -165,7 +114,7 @@ class KiwiClientProtocol:
         keepalive_interval: Minimum spacing of ``SET keepalive`` once setup is complete (s).
         stall_timeout: If set, :meth:`tick` ends the session with a retryable
             ``Terminal(STALLED)`` when nothing was received for this many seconds (the server
-            never closes a dead session itself, §4.2; kiwiclient uses 10 s), or
+            never closes a dead session itself; kiwiclient uses 10 s), or
             ``Terminal(NO_AUDIO)`` naming the kinds and counts of what it sent when messages
             came but no audio frame. None disables both.
 
@@ -173,31 +122,9 @@ class KiwiClientProtocol:
         :data:`KiwiEvent`: SampleRate, AudioFrame, SequenceGap, ServerInfo, AuthResult,
         Terminal, ProtocolViolation, UnknownMessage, IgnoredMessage.
 
-    Commands sent (§1.3, §1.5):
-        On :meth:`connection_made`: ``SET auth t=kiwi p=<pwd>``. When ``sample_rate`` is known
-        AND ``badp=0`` was received: ``SET ident_user``, ``SET mod``, ``SET agc``,
-        ``SET compression``, ``SET keepalive``. When ``audio_rate`` is known and auth is OK:
-        ``SET AR OK in=<audio_rate> out=44100``. Waiting for ``badp=0`` differs from
-        kiwiclient (which sends the setup on ``sample_rate``, before the auth reply): a real
-        Kiwi kicks a client that sends any other ``SET`` before a successful auth (§1.3).
-        ``SET squelch``, ``SET genattn`` and ``SET gen`` are NOT sent: the squelch form
-        kiwiclient uses is ignored by the firmware, and the test generator exists only on
-        channel 0 and is off unless an admin turns it on (§1.5); none is required (§1.4).
-
-    Keepalives (§1.4, §4.1):
-        Queued only with the setup, from :meth:`tick` or on SND frame arrival; never two
-        within ``keepalive_interval``. Until setup is complete (``SET mod``, ``SET agc`` and
-        ``SET AR OK`` all queued) at most 4 are sent in total, spaced at least 5 s apart,
-        because the server drops a client that sends more than 4 before its setup.
-
-    Frames (§2, §3.2):
-        Decoded by their flags, not by the configured mode. The ADPCM decoder is reset
-        exactly when RESTART is set, COMPRESSED goes clear -> set, or MODE_IQ goes
-        set -> clear. ``SampleRate`` is emitted once ``audio_rate`` is also known (to fill
-        ``nominal``), or at the latest just before the first frame. A duplicate frame (same
-        seq as the previous one) is dropped; a backward jump resynchronises; a forward jump
-        emits ``SequenceGap`` first. A malformed frame is dropped with a ProtocolViolation
-        and does not consume its sequence number, so the loss also shows as a gap.
+    Which commands go out when, the keepalive budget before setup, and how frames are decoded
+    (ADPCM resets, duplicates, sequence gaps, malformed frames): ``docs/kiwisdr.md``, *The client
+    protocol object*.
 
     State:
         :class:`State`; the ADPCM decoder state; sequence tracking; :class:`KiwiCounters`.
@@ -224,9 +151,9 @@ class KiwiClientProtocol:
         keepalive_interval: float = 1.0,
         stall_timeout: float | None = None,
     ) -> None:
-        self._mode = _check_mode(mode)
-        self._freq_khz = _check_freq(freq_khz)
-        self._low_cut, self._high_cut = self._resolve_passband(self._mode, low_cut, high_cut, None)
+        self._mode = check_mode(mode)
+        self._freq_khz = check_freq(freq_khz)
+        self._low_cut, self._high_cut = resolve_passband(self._mode, low_cut, high_cut, None)
         self._password = password
         self._user = user
         self._compression = bool(compression)
@@ -295,7 +222,7 @@ class KiwiClientProtocol:
 
     @property
     def setup_complete(self) -> bool:
-        """Every command the server needs before it streams (§1.4) has been queued."""
+        """Every command the server needs before it streams has been queued."""
         return self._setup_sent and self._ar_ok_sent
 
     @property
@@ -327,7 +254,7 @@ class KiwiClientProtocol:
 
     @staticmethod
     def url_path(ts: int) -> str:
-        """The request path ``/<ts>/SND`` (§1.2). Use a fresh ``ts`` for each session.
+        """The request path ``/<ts>/SND``. Use a fresh ``ts`` for each session.
 
         Raises:
             ValueError: ``ts`` negative.
@@ -337,7 +264,7 @@ class KiwiClientProtocol:
         return f"/{int(ts)}/SND"
 
     def connection_made(self, now: float) -> None:
-        """The WebSocket is open: queue ``SET auth`` (it must be the first message, §1.3).
+        """The WebSocket is open: queue ``SET auth`` (it must be the first message).
 
         Args:
             now: Monotonic time in seconds.
@@ -355,7 +282,7 @@ class KiwiClientProtocol:
 
         Args:
             data: The message payload: bytes for binary messages, str for text messages
-                (the Kiwi sends only binary, §1.1).
+                (the Kiwi sends only binary).
             now: Monotonic time in seconds.
         """
         if self._state is State.CLOSED:
@@ -385,7 +312,7 @@ class KiwiClientProtocol:
             self._violation(f"internal error while parsing: {exc!r}", len(data))
 
     def tick(self, now: float) -> None:
-        """Advance timers: queue a keepalive when due (§4.1), detect stalls if enabled.
+        """Advance timers: queue a keepalive when due, detect stalls if enabled.
 
         Call it regularly (every 0.1-0.5 s) while the connection is open.
 
@@ -449,7 +376,7 @@ class KiwiClientProtocol:
         low_cut: float | None = None,
         high_cut: float | None = None,
     ) -> None:
-        """Retune: queue the whole ``SET mod=...`` command (§1.5).
+        """Retune: queue the whole ``SET mod=...`` command.
 
         A changed mode without explicit cuts takes that mode's default passband; the same mode
         keeps the current cuts unless new ones are given. Before setup the new values are only
@@ -459,13 +386,13 @@ class KiwiClientProtocol:
             ValueError: unknown mode, negative/non-finite frequency, frequency above the
                 server's ``bandwidth`` (once known), or ``low_cut >= high_cut``.
         """
-        new_mode = self._mode if mode is None else _check_mode(mode)
-        f = _check_freq(freq_khz)
+        new_mode = self._mode if mode is None else check_mode(mode)
+        f = check_freq(freq_khz)
         bandwidth = self.server_info.get("bandwidth")
         if isinstance(bandwidth, int | float) and bandwidth > 0 and f > bandwidth / 1000.0:
             raise ValueError(f"freq_khz {f} above the server's span of {bandwidth / 1000.0} kHz")
         current = (self._low_cut, self._high_cut) if new_mode == self._mode else None
-        lo, hi = self._resolve_passband(new_mode, low_cut, high_cut, current)
+        lo, hi = resolve_passband(new_mode, low_cut, high_cut, current)
         self._freq_khz, self._mode, self._low_cut, self._high_cut = f, new_mode, lo, hi
         if self._setup_sent:
             self._queue(self._mod_command())
@@ -499,7 +426,7 @@ class KiwiClientProtocol:
         """Switch ADPCM on or off; queues ``SET compression=0|1`` after setup.
 
         The decoder follows the frame flags, so it resets itself when compressed frames
-        start again (§3.2).
+        start again.
         """
         self._compression = bool(enabled)
         if self._setup_sent:
@@ -509,7 +436,7 @@ class KiwiClientProtocol:
         """Queue ``SET reinit`` (server resets AGC and ADPCM; next frame has RESTART).
 
         Ignored before setup (nothing to reset yet, and a ``SET`` before auth gets the client
-        kicked, §1.3).
+        kicked).
         """
         if self._setup_sent:
             self._queue("SET reinit")
@@ -535,7 +462,7 @@ class KiwiClientProtocol:
         )
 
     def _advance_handshake(self, now: float) -> None:
-        """Queue setup and AR OK once their preconditions hold (§1.3); setup comes first."""
+        """Queue setup and AR OK once their preconditions hold; setup comes first."""
         if self._state is State.CLOSED or self._connected_at is None or not self._auth_ok:
             return
         if not self._setup_sent and self._sample_rate is not None:
@@ -544,7 +471,7 @@ class KiwiClientProtocol:
             self._queue(self._mod_command())
             self._queue(self._agc_command())
             self._queue(f"SET compression={int(self._compression)}")
-            # "One keepalive when sample_rate arrives" (§4.1), subject to the rate limit and
+            # One keepalive when sample_rate arrives, subject to the rate limit and
             # the pre-setup budget like every other keepalive.
             if self._keepalive_allowed(now, min_interval=self._keepalive_interval):
                 self._send_keepalive(now)
@@ -559,8 +486,8 @@ class KiwiClientProtocol:
         return last is None or now - last >= min_interval
 
     def _maybe_keepalive(self, now: float) -> None:
-        """Keepalive from tick() or frame arrival: at most one per interval (§4.1), and at
-        most 4 (spaced >= 5 s) before setup is complete (§1.4)."""
+        """Keepalive from tick() or frame arrival: at most one per interval, and at
+        most 4 (spaced >= 5 s) before setup is complete."""
         if self._state is State.CLOSED or self._connected_at is None:
             return
         if self.setup_complete:
@@ -629,7 +556,7 @@ class KiwiClientProtocol:
             self._advance_handshake(now)
             if self._state is not State.CLOSED:
                 self._maybe_emit_sample_rate(frame_arrived=False)
-        elif tag in _KNOWN_IGNORED_TAGS:
+        elif tag in KNOWN_IGNORED_TAGS:
             self._emit(IgnoredMessage(tag.decode("ascii"), n))
         else:
             self._violation(f"unknown tag {tag!r}", n)
@@ -638,19 +565,9 @@ class KiwiClientProtocol:
 
     def _handle_msg(self, mv: memoryview) -> None:
         n = len(mv)
-        raw = bytes(mv[4:])
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            # Keys are ASCII, so the tokens are still processed from the replaced text.
-            text = raw.decode("utf-8", errors="replace")
-            self._violation(f"MSG is not valid UTF-8: {text[:200]!r}", n)
-        pairs: list[tuple[str, str | None]] = []
-        for token in text.split(" "):
-            if not token:
-                continue
-            k, sep, v = token.partition("=")
-            pairs.append((k, v if sep else None))
+        pairs, error = msg_pairs(bytes(mv[4:]))
+        if error is not None:
+            self._violation(error, n)
         if not pairs:
             self._violation("empty MSG", n)
             return
@@ -675,49 +592,15 @@ class KiwiClientProtocol:
             if self._audio_rate is None:
                 self._audio_rate = rate
             self._info(key, rate)
-        elif key == "too_busy":
-            self._terminate(TerminalKind.TOO_BUSY, True, f"all {value or '?'} channels are in use", retry_after=15.0)
-        elif key == "exclusive_use":
-            self._terminate(
-                TerminalKind.EXCLUSIVE_USE, True, "the Kiwi is locked by an exclusive user (e.g. DRM)",
-                retry_after=15.0,
-            )  # fmt: skip
-        elif key == "redirect":
-            self._on_redirect(value)
-        elif key == "down":
-            code = parse_int(value)
-            reason = msg.get("reason_disabled")
-            text = _DOWN_MESSAGES.get(code, f"down={value}") if code is not None else f"down={value}"
-            if reason:
-                text = f"{text}: {unquote(reason)}"
-            self._terminate(TerminalKind.DOWN, True, text, retry_after=60.0)
+        elif key in ENDING_KEYS:
+            e = session_ending(key, value, msg)
+            self._terminate(e.kind, e.retryable, e.message, e.redirect_url, e.retry_after)
         elif key == "reason_disabled":
             if "down" not in msg:  # otherwise reported with `down`
                 self._info(key, value)
-        elif key == "wb_only":
-            self._terminate(TerminalKind.WB_ONLY, False, "wideband-only Kiwi: use a /wb/ URL")
-        elif key == "password_timeout":
-            self._terminate(TerminalKind.PASSWORD_TIMEOUT, False, "no successful auth in time")
-        elif key == "inactivity_timeout":
-            self._terminate(TerminalKind.INACTIVITY_TIMEOUT, False, f"inactivity timeout ({value or '?'} min)")
-        elif key == "ip_limit":
-            mins, _, ip = (value or "").partition(",")
-            self._terminate(
-                TerminalKind.IP_LIMIT, False, f"24-hour per-IP time limit reached ({mins or '?'} min, {ip or '?'})"
-            )  # fmt: skip
-        elif key == "kiwi_kick":
-            head, sep, tail = (value or "").partition(",")
-            text = (tail if sep else head).strip()
-            self._terminate(
-                TerminalKind.KIWI_KICK,
-                False,
-                f"kicked by the admin: {text}" if text else "kicked by the admin",
-            )
-        elif key == "camp_disconnect":
-            self._terminate(TerminalKind.CAMP_DISCONNECT, False, "the camped channel went away")
         elif key == "audio_adpcm_state":
             self._on_adpcm_state(value, n)
-        elif key in _INFO_KEYS:
+        elif key in INFO_KEYS:
             self._info(key, value)
         else:
             self._emit(UnknownMessage(key, value))
@@ -750,18 +633,8 @@ class KiwiClientProtocol:
                 self._emit(AuthResult(True, 0))
             return
         self._emit(AuthResult(False, code))
-        message = _BADP_MESSAGES.get(code, f"authentication refused (badp={code})")
-        retry_after = _BADP_RETRY.get(code)
-        self._terminate(TerminalKind.BADP, retry_after is not None, message, retry_after=retry_after)
-
-    def _on_redirect(self, url: str | None) -> None:
-        target = url or ""
-        try:
-            parse_kiwi_url(target)
-        except ValueError as exc:
-            self._terminate(TerminalKind.REDIRECT, False, f"redirect to an invalid URL {target[:200]!r}: {exc}")
-            return
-        self._terminate(TerminalKind.REDIRECT, True, f"redirected to {target}", redirect_url=target, retry_after=2.0)
+        e = badp_ending(code)
+        self._terminate(e.kind, e.retryable, e.message, e.redirect_url, e.retry_after)
 
     def _on_adpcm_state(self, value: str | None, n: int) -> None:
         index_s, _, prev_s = (value or "").partition(",")
@@ -791,7 +664,7 @@ class KiwiClientProtocol:
             self._emit(SequenceGap((seq + 1) % U32, seq, 0, 0, GapReason.DUPLICATE))
             return
 
-        # 2. ADPCM state mirrors the server's encoder (§3.2), following the flags.
+        # 2. ADPCM state mirrors the server's encoder, following the flags.
         prev_flags = self._prev_flags
         if flags & SndFlag.RESTART or (
             prev_flags is not None
@@ -845,12 +718,3 @@ class KiwiClientProtocol:
         if self._state is State.AUTHENTICATING or self._state is State.CONNECTING:
             self._set_state(State.STREAMING)
         self._emit(AudioFrame(seq, flags, smeter_dbm(head.smeter_raw), samples, head.iq, head.gps, lost_before))
-
-    @staticmethod
-    def _resolve_passband(mode: str, low_cut: float | None, high_cut: float | None, current: tuple[int, int] | None) -> tuple[int, int]:
-        base = current if current is not None else DEFAULT_PASSBANDS[mode]
-        lo = base[0] if low_cut is None else _as_hz(low_cut, "low_cut")
-        hi = base[1] if high_cut is None else _as_hz(high_cut, "high_cut")
-        if not lo < hi:
-            raise ValueError(f"low_cut ({lo}) must be < high_cut ({hi})")
-        return lo, hi

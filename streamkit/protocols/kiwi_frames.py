@@ -7,6 +7,7 @@ messages and client ``SET`` commands. Sans-I/O: no sockets, no asyncio, no clock
   :func:`parse_int` / :func:`parse_float` / :func:`parse_number` (``MSG`` and ``SET`` values),
   :func:`samples_per_frame`, :func:`smeter_dbm`, :class:`GpsStamp` and
   :func:`gps_week_time_to_utc_ns`.
+* Client ``SET mod`` values: :func:`check_mode`, :func:`check_freq`, :func:`resolve_passband`.
 
 The client state machine is :mod:`streamkit.protocols.kiwi_client`, the server's
 :mod:`streamkit.protocols.kiwi_server`. Protocol notes: ``docs/kiwisdr.md``.
@@ -46,6 +47,8 @@ __all__ = [
     "adpcm_to_float",
     "build_msg",
     "build_snd_frame",
+    "check_freq",
+    "check_mode",
     "gps_week_time_to_utc_ns",
     "parse_client_command",
     "parse_float",
@@ -53,6 +56,7 @@ __all__ = [
     "parse_number",
     "parse_snd_header",
     "pcm_to_float",
+    "resolve_passband",
     "samples_per_frame",
     "smeter_dbm",
     "smeter_raw",
@@ -475,3 +479,37 @@ def parse_client_command(text: str) -> tuple[str, dict[str, str]]:
         key, _, value = token.partition("=")
         params[key] = unquote(value) if key in _CLIENT_ENCODED else value
     return name, params
+
+
+# ------------------------------------------------------------------ client SET mod values
+
+
+def check_mode(mode: str) -> str:
+    """``mode`` if it is one of :data:`MODES`, else ValueError."""
+    if mode not in DEFAULT_PASSBANDS:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+    return mode
+
+
+def _as_hz(value: float, name: str) -> int:
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    return round(value)
+
+
+def check_freq(freq_khz: float) -> float:
+    """A tuning frequency (kHz) as a float; ValueError if negative or not finite."""
+    f = float(freq_khz)
+    if not math.isfinite(f) or f < 0:
+        raise ValueError(f"freq_khz must be a finite number >= 0, got {freq_khz}")
+    return f
+
+
+def resolve_passband(mode: str, low_cut: float | None, high_cut: float | None, current: tuple[int, int] | None) -> tuple[int, int]:
+    """``(low_cut, high_cut)`` in Hz: the given edges, else ``current`` (the same mode's cuts) or the mode's default."""
+    base = current if current is not None else DEFAULT_PASSBANDS[mode]
+    lo = base[0] if low_cut is None else _as_hz(low_cut, "low_cut")
+    hi = base[1] if high_cut is None else _as_hz(high_cut, "high_cut")
+    if not lo < hi:
+        raise ValueError(f"low_cut ({lo}) must be < high_cut ({hi})")
+    return lo, hi

@@ -51,7 +51,7 @@ from torch.nn.utils.rnn import pad_sequence
 from streamkit.io.outputs import write_text
 from streamkit.models.checkpoint import ModelError
 from streamkit.models.rnnt import RnntConfig, RnntModel, load_model, save_model
-from streamkit.train.rnnt import AsrCorpus, CorpusError, _spread, compute_logmel, stacked
+from streamkit.train.rnnt_corpus import AsrCorpus, CorpusError, compute_logmel, spread, stacked
 
 __all__ = ["refit_lid", "add_arguments", "run_from_args"]
 
@@ -136,7 +136,7 @@ def refit_lid(
         pick = sorted(rng.choice(len(idx), size=min(utts_per_lang, len(idx)), replace=False).tolist())
         train_u += [train_all[idx[i]] for i in pick]
         didx = [i for i, u in enumerate(dev_all) if u.lang == lg]
-        dev_u += [dev_all[i] for i in _spread(didx, dev_per_lang)]
+        dev_u += [dev_all[i] for i in spread(didx, dev_per_lang)]
     note(f"train rnnt-lid: encoding {len(train_u)} training and {len(dev_u)} dev utterances with the frozen encoder of {Path(model_path).name}")
     model.eval()
     for p in model.parameters():

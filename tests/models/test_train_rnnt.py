@@ -12,9 +12,12 @@ import pytest
 import soundfile as sf
 import torch
 
+from streamkit.data import asr_corpus
 from streamkit.data.asr_corpus import FORMAT, Vocab
-from streamkit.models.rnnt import load_model
+from streamkit.models.rnnt import RnntConfig, load_model
 from streamkit.train import rnnt as tr
+from streamkit.train.rnnt_corpus import compute_logmel, stacked
+from streamkit.train.rnnt_eval import char_errors, greedy_decode, word_errors
 
 torch.set_num_threads(1)
 
@@ -63,7 +66,7 @@ def make_corpus(root, n_train=(12, 6), n_dev=3, seed=0):
     return root
 
 
-TINY = tr.RnntConfig(variant="lid", enc_layers=1, enc_hidden=32, pred_hidden=24, embed_dim=8, joint_dim=24)
+TINY = RnntConfig(variant="lid", enc_layers=1, enc_hidden=32, pred_hidden=24, embed_dim=8, joint_dim=24)
 KW = dict(batch_seconds=4.0, max_utts=4, lr=5e-3, warmup=3, dev_per_lang=3, wer_per_lang=2, quiet=True, threads=1)
 
 
@@ -96,7 +99,7 @@ class _Killed(Exception):
 
 
 def test_resume_is_bit_exact(corpus, tmp_path):
-    cfg = tr.RnntConfig(**{**TINY.to_dict(), "variant": "multisoftmax", "dropout": 0.0})
+    cfg = RnntConfig(**{**TINY.to_dict(), "variant": "multisoftmax", "dropout": 0.0})
     kw = dict(cfg=cfg, steps=16, eval_every=5, seed=1, **KW)
     tr.train(corpus, tmp_path / "a.pt", **kw)
 
@@ -221,7 +224,7 @@ def test_benchmark_runs_on_a_tiny_model(corpus, tmp_path):
     lexd = tmp_path / "lexd"
     lexd.mkdir()
     for lg in ("en", "hi"):
-        ws = {w for r in tr.asr_corpus.read_jsonl(corpus / "test.jsonl") if r["lang"] == lg for w in r["text"].split()}
+        ws = {w for r in asr_corpus.read_jsonl(corpus / "test.jsonl") if r["lang"] == lg for w in r["text"].split()}
         (lexd / f"{lg}.words.txt").write_text("\n".join(sorted(ws)) + "\n", encoding="utf-8")
     out3 = tmp_path / "lex.json"
     assert bench.main([*args[:-2], "--sweep-lid-select", "last", "--lexicon", str(lexd), "--word-penalty", "0.5", "--out", str(out3)]) == 0
@@ -266,7 +269,7 @@ def test_batched_greedy_equals_the_streaming_search_with_beam_1(variant):
     from streamkit.models.rnnt_search import MultiDecoder
 
     torch.manual_seed(4)
-    cfg = tr.RnntConfig(variant=variant, languages=("en", "hi"), vocab_sizes=(6, 5), feat_dim=12, enc_layers=1, enc_hidden=10,
+    cfg = RnntConfig(variant=variant, languages=("en", "hi"), vocab_sizes=(6, 5), feat_dim=12, enc_layers=1, enc_hidden=10,
                         pred_hidden=8, embed_dim=4, joint_dim=8)  # fmt: skip
     m = RnntModel(cfg).eval()
     with torch.no_grad():
@@ -276,7 +279,7 @@ def test_batched_greedy_equals_the_streaming_search_with_beam_1(variant):
     lens = torch.tensor([30, 17, 5])
     for lg in range(2):
         enc = m.encode(x, lg)
-        got = tr.greedy_decode(m, enc, lens, lg, max_symbols=2)
+        got = greedy_decode(m, enc, lens, lg, max_symbols=2)
         assert any(len(g) > 0 for g in got)
         for b in range(3):
             d = MultiDecoder(m, beam=1, max_symbols_per_frame=2, languages=[lg])
@@ -305,9 +308,9 @@ def test_bad_batching_or_lid_loss(corpus, tmp_path, bad):
 
 
 def test_edit_distances():
-    assert tr.word_errors("a bc d", "a bd d e") == (2, 3)  # one substitution, one insertion
-    assert tr.char_errors("ab cd", "abd") == (2, 5)  # "ab cd" -> "abd": delete " " and "c"
-    assert tr.char_errors("", "") == (0, 0) and tr.word_errors("x y", "") == (2, 2)
+    assert word_errors("a bc d", "a bd d e") == (2, 3)  # one substitution, one insertion
+    assert char_errors("ab cd", "abd") == (2, 5)  # "ab cd" -> "abd": delete " " and "c"
+    assert char_errors("", "") == (0, 0) and word_errors("x y", "") == (2, 2)
 
 
 def test_init_from_an_earlier_run(corpus, tmp_path):
@@ -321,11 +324,11 @@ def test_init_from_an_earlier_run(corpus, tmp_path):
     assert first["warm"] < 0.7 * first["scratch"], first  # the earlier run's weights, not a fresh model
     assert "--init-from a.pt" in card["training"]["command"]
     # the loss weighting and dropout are the new run's own: not an architecture mismatch
-    retuned = tr.RnntConfig(**{**TINY.to_dict(), "lid_weight": 3.0, "dropout": 0.1})
+    retuned = RnntConfig(**{**TINY.to_dict(), "lid_weight": 3.0, "dropout": 0.1})
     card = tr.train(corpus, tmp_path / "retuned.pt", cfg=retuned, steps=1, eval_every=1, seed=7, init_from=tmp_path / "a.pt", **KW)
     assert card["config"]["lid_weight"] == 3.0 and card["config"]["dropout"] == 0.1
     assert "--init-from a.pt" in card["training"]["command"]
-    other = tr.RnntConfig(**{**TINY.to_dict(), "enc_hidden": 16})
+    other = RnntConfig(**{**TINY.to_dict(), "enc_hidden": 16})
     with pytest.raises(ValueError, match="--init-from"):
         tr.train(corpus, tmp_path / "b.pt", cfg=other, steps=2, init_from=tmp_path / "a.pt", **KW)
     with pytest.raises(ValueError, match="not found"):
@@ -387,7 +390,7 @@ def test_explicit_cpu_device_is_the_default_run(corpus, tmp_path):
 
 def test_monolingual_run_and_its_benchmark_row(corpus, tmp_path, capsys):
 
-    cfg = tr.RnntConfig(**{**TINY.to_dict(), "variant": "multisoftmax"})
+    cfg = RnntConfig(**{**TINY.to_dict(), "variant": "multisoftmax"})
     card = tr.train(corpus, tmp_path / "hi.pt", cfg=cfg, steps=4, eval_every=4, seed=0, languages=["hi"], **KW)
     assert card["corpus"]["languages"] == ["hi"] and list(card["corpus"]["train_hours"]) == ["hi"]
     assert card["corpus"]["train_utterances"] == 6 and card["config"]["languages"] == ["hi"]
@@ -442,7 +445,7 @@ def test_offline_lid_benchmark(corpus, tmp_path, capsys):
     """streamkit.eval.bench.rnnt_lid_offline (benchmarks/rnnt_lid_offline.py): decisions from the encoder and LID head, confusion matrices, errors."""
 
     from streamkit.eval.bench import rnnt_lid_offline as bench
-    gru = tr.RnntConfig(**{**TINY.to_dict(), "lid_hidden": 8})  # a recurrent head, as the shipped model's
+    gru = RnntConfig(**{**TINY.to_dict(), "lid_hidden": 8})  # a recurrent head, as the shipped model's
     tr.train(corpus, tmp_path / "lid.pt", cfg=gru, steps=6, eval_every=6, seed=1, **KW)
     out = tmp_path / "lid.json"
     assert bench.main(["--corpus", str(corpus), "--model", f"tiny={tmp_path / 'lid.pt'}", "--limit", "2", "--out", str(out)]) == 0
@@ -454,8 +457,8 @@ def test_offline_lid_benchmark(corpus, tmp_path, capsys):
     utts = bench.pick(tr.AsrCorpus(corpus).split("test"), ["en", "hi"], 2)
     with torch.inference_mode():  # the last-frame rule by hand, stepping the LID head frame by frame as the streaming block does
         want = []
-        for lm in tr.compute_logmel(utts):
-            enc, state = model.encode(tr.stacked(lm)[None]), None
+        for lm in compute_logmel(utts):
+            enc, state = model.encode(stacked(lm)[None]), None
             for t in range(enc.shape[1]):
                 logit, state = model.lid_step(enc[:, t : t + 1], state)
             want.append(int(logit[0, -1].argmax()))
@@ -477,9 +480,9 @@ def test_offline_lid_benchmark(corpus, tmp_path, capsys):
     for rule, sel in (("last+prior", "last"), ("mean+prior", "mean")):
         got = []
         with torch.inference_mode():
-            for lm in tr.compute_logmel(utts):
+            for lm in compute_logmel(utts):
                 sh = LidShutoff(2, prior=prior)
-                for row_lp in model.lid_logits(model.encode(tr.stacked(lm)[None]))[0].log_softmax(-1):
+                for row_lp in model.lid_logits(model.encode(stacked(lm)[None]))[0].log_softmax(-1):
                     sh.update(row_lp)
                 got.append(sh.select(sel))
         c = np.zeros((2, 2), dtype=int)
@@ -492,17 +495,17 @@ def test_offline_lid_benchmark(corpus, tmp_path, capsys):
     for v in test["shutoff"].values():
         alive, right, tav = 0, 0, []
         with torch.inference_mode():
-            for u, lm in zip(utts, tr.compute_logmel(utts)):
+            for u, lm in zip(utts, compute_logmel(utts)):
                 md = MultiDecoder(model, beam=1, tau=v["tau_frames"], s_th=v["s_th"], lid_score=v["statistic"], lid_select="last",
                                   lid_prior=prior if v["prior"] else None)  # fmt: skip
                 md.reset()
-                md.advance_frames(model.encode(tr.stacked(lm)[None])[0])
+                md.advance_frames(model.encode(stacked(lm)[None])[0])
                 alive += md.lid.active[u.lang]
                 right += md.result().lang == u.lang
                 tav.append(md.lid.t_avg)
         assert v["reference_survives"] == round(100.0 * alive / 4, 2) and v["t_avg"] == pytest.approx(np.mean(tav), abs=1e-3)
         assert v["lid_last"] == round(100.0 * right / 4, 2)
-    ms = tr.RnntConfig(**{**TINY.to_dict(), "variant": "multisoftmax"})
+    ms = RnntConfig(**{**TINY.to_dict(), "variant": "multisoftmax"})
     tr.train(corpus, tmp_path / "ms.pt", cfg=ms, steps=1, eval_every=1, seed=1, **KW)
     for args, msg in ((["--model", str(tmp_path / "lid.pt")], "NAME=PATH"), (["--model", f"ms={tmp_path / 'ms.pt'}"], "no LID head")):
         with pytest.raises(SystemExit):
@@ -530,7 +533,7 @@ def test_lexicon_grid_benchmark(corpus, tmp_path, capsys):
     lex = tmp_path / "lex"
     lex.mkdir()
     for lg in ("en", "hi"):  # the words of the test transcripts and a few others
-        ws = {w for r in tr.asr_corpus.read_jsonl(corpus / "test.jsonl") if r["lang"] == lg for w in r["text"].split()}
+        ws = {w for r in asr_corpus.read_jsonl(corpus / "test.jsonl") if r["lang"] == lg for w in r["text"].split()}
         (lex / f"{lg}.words.txt").write_text("\n".join(sorted(ws | {LETTERS[lg][0] * 3})) + "\n", encoding="utf-8")
     out = tmp_path / "grid.json"
     args = ["--corpus", str(corpus), "--model", str(tmp_path / "m.pt"), "--split", "test", "--limit", "2", "--lexicon", str(lex), "--out", str(out)]
@@ -544,10 +547,10 @@ def test_lexicon_grid_benchmark(corpus, tmp_path, capsys):
     refs, hyps = {0: [], 1: []}, {0: [], 1: []}
     vocabs = tr.AsrCorpus(corpus).vocabs
     with torch.inference_mode():
-        for u, lm in zip(utts, tr.compute_logmel(utts)):
+        for u, lm in zip(utts, compute_logmel(utts)):
             d = MultiDecoder(model.float().eval(), beam=3, languages=[u.lang], lexicons=lexicons)
             d.reset()
-            d.advance_frames(model.encode(tr.stacked(lm)[None])[0])
+            d.advance_frames(model.encode(stacked(lm)[None])[0])
             refs[u.lang].append(u.text)
             hyps[u.lang].append(vocabs[u.lang].decode(d.result().tokens))
     row = res["rows"][2]

@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from streamkit.models.rnnt import load_model
+from streamkit.models.rnnt import RnntConfig, load_model
 from streamkit.train import rnnt as tr
 from streamkit.train import rnnt_lid as rl
 
@@ -91,7 +91,7 @@ def test_half_weights_and_in_place(trained, tmp_path):
 def test_errors(trained, tmp_path, capsys):
     corpus, src = trained
     ms = tmp_path / "ms.pt"
-    tr.train(corpus, ms, cfg=tr.RnntConfig(**{**TINY.to_dict(), "variant": "multisoftmax"}), steps=2, eval_every=2, **KW)
+    tr.train(corpus, ms, cfg=RnntConfig(**{**TINY.to_dict(), "variant": "multisoftmax"}), steps=2, eval_every=2, **KW)
     with pytest.raises(ValueError, match="no LID head"):
         rl.refit_lid(ms, corpus, tmp_path / "x.pt", quiet=True)
     with pytest.raises(ValueError, match="--model"):

@@ -35,7 +35,7 @@ from streamkit.models.rnnt import load_model
 from streamkit.models.rnnt_lexicon import model_lexicons, word_lists
 from streamkit.models.rnnt_search import MultiDecoder
 from streamkit.models.rnnt_stream import symbol_tables
-from streamkit.train.rnnt import AsrCorpus, compute_logmel, stacked
+from streamkit.train.rnnt_corpus import AsrCorpus, compute_logmel, stacked
 
 DEFAULT_GRID = "4:none,4:0,4:1,4:2,4:3,4:4,4:6,8:none,8:1,8:2,8:3,16:none,16:1,16:2,16:3,32:2"
 

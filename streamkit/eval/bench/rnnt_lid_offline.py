@@ -42,7 +42,7 @@ from streamkit.eval.bench import RESULTS, machine_info, write_result
 from streamkit.eval.bench.rnnt_multilingual import pick
 from streamkit.models.rnnt import load_model
 from streamkit.models.rnnt_search import LidShutoff
-from streamkit.train.rnnt import AsrCorpus, compute_logmel, stacked
+from streamkit.train.rnnt_corpus import AsrCorpus, compute_logmel, stacked
 
 SHUTOFF_POINTS = ((100, 0.2), (30, 0.2), (30, 0.5), (10, 0.2))  #: Table 7 (tau frames, s_th) points that switch decoders off
 

@@ -72,7 +72,7 @@ from streamkit.io.outputs import write_text
 from streamkit.models import rnnt as rnnt_mod
 from streamkit.models.rnnt_stream import RnntAsr, parse_lid_prior
 from streamkit.testing import run_block
-from streamkit.train.rnnt import AsrCorpus, Utt, read_audio
+from streamkit.train.rnnt_corpus import AsrCorpus, Utt, read_audio
 
 RATE = 8000
 CHUNK = 800  #: 100 ms

@@ -77,7 +77,7 @@ def call_rows(weights: Path, calls: int, repeat: int) -> list[dict[str, Any]]:
 
 def block_rows(a: argparse.Namespace) -> list[dict[str, Any]]:
     from streamkit.eval.bench import rnnt_multilingual as bm
-    from streamkit.train.rnnt import AsrCorpus, read_audio
+    from streamkit.train.rnnt_corpus import AsrCorpus, read_audio
 
     corpus = AsrCorpus(a.corpus)
     utts = bm.pick(corpus.split("test"), corpus.langs, a.limit)
