@@ -6,7 +6,7 @@ import ast
 import json
 from pathlib import Path
 
-import streamkit.cli
+from streamkit.core.machine import machine_info as core_machine_info
 from streamkit.eval.bench import RESULTS, machine_info, write_result
 
 REPO = Path(__file__).resolve().parents[2]
@@ -18,7 +18,7 @@ def test_write_result_and_machine_info(tmp_path, capsys):
     res = json.loads(out.read_text(encoding="utf-8"))
     assert res["rows"] == [1, 2] and {"python", "cpu_count", "numpy", "streamkit"} <= set(res["machine"])
     assert capsys.readouterr().err.strip() == "wrote r.json"  # the file name only, no machine path
-    assert streamkit.cli.machine_info is machine_info
+    assert core_machine_info is machine_info  # one definition (streamkit.core.machine)
     assert RESULTS == REPO / "benchmarks" / "results"
 
 
