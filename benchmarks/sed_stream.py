@@ -6,7 +6,7 @@ recomputing features and CNN for every window (``cache=False``). The figure is t
 time from the runtime statistics (first call excluded, end-of-stream flush with its final partial
 windows included) over the stream duration, best of ``--repeat`` runs (the machine is shared; the
 minimum is the least disturbed figure; the median is printed too). The engine alone
-(:class:`streamkit.models.sed_stream.SedEngine`, no runtime) is timed in the steady state (``push``
+(:class:`streamkit.models.sed_engine.SedEngine`, no runtime) is timed in the steady state (``push``
 only, the first window excluded) for several hops, and the work of one step is broken down
 (features, CNN over a whole window, CNN over one hop's new frames with their context, BiGRU +
 head over a window).
@@ -41,7 +41,8 @@ from streamkit.eval.bench import machine_info, read_fixed, run_block_stats
 from streamkit.io.collect import VectorSource
 from streamkit.io.outputs import write_text
 from streamkit.models.sed_crnn import SedConfig, SedModel, load_model, log_mel, n_params, save_model
-from streamkit.models.sed_stream import SedBlock, SedEngine
+from streamkit.models.sed_engine import SedEngine
+from streamkit.models.sed_stream import SedBlock
 
 RATE = 16000
 CHUNK = 1600  # 100 ms

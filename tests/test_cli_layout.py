@@ -76,7 +76,8 @@ def test_the_cli_uses_no_private_helper_of_the_monitor():
                 assert not [a.name for a in node.names if a.name.startswith("_")], p.name
 
 
-@pytest.mark.parametrize("module", ["models/sed_stream.py", "models/transcribe.py", "data/hf_corpus.py", "data/asr_corpus.py", "data/sed_corpus.py",
+@pytest.mark.parametrize("module", ["models/sed_stream.py", "models/sed_engine.py", "models/sed_offline.py", "models/sed_settings.py",
+                                    "models/transcribe.py", "data/hf_corpus.py", "data/asr_corpus.py", "data/sed_corpus.py",
                                     "eval/sad_files.py"])  # fmt: skip
 def test_no_argparse_in_model_data_and_eval_modules(module):
     assert "argparse" not in _imports(PKG / module)

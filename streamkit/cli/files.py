@@ -27,7 +27,7 @@
     ``--max-utterance-s``) without a SAD.
 
 ``streamkit sed PATH...``
-    Sliding-window sound event detection (:class:`streamkit.models.sed_stream.SedEngine`) over
+    Sliding-window sound event detection (:class:`streamkit.models.sed_engine.SedEngine`) over
     files of any length, read in blocks; detections in the DCASE strong-label format (filename,
     onset, offset, event_label).
 
@@ -369,7 +369,7 @@ def run_transcribe(ns: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- streamkit sed
 def add_sed_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Options of ``streamkit sed``."""
-    from streamkit.models.sed_stream import DEFAULT_HOP_S, DEFAULT_WINDOW_S, POSTS
+    from streamkit.models.sed_settings import DEFAULT_HOP_S, DEFAULT_WINDOW_S, POSTS
 
     parser.add_argument("paths", nargs="+", metavar="PATH", help=f"audio files ({'/'.join(SED_AUDIO_EXT)}) or directories (searched recursively)")
     parser.add_argument("--out", default="-", metavar="FILE.tsv", help="DCASE strong-label TSV to write (default: standard output)")
@@ -417,7 +417,9 @@ def run_sed(args: argparse.Namespace) -> int:
     from streamkit.core.params import number
     from streamkit.eval.sed import Event, strong_tsv_text
     from streamkit.io.outputs import check_output_path, write_text
-    from streamkit.models.sed_stream import SedEngine, default_weights, load_meta, resolve_gate, resolve_post, sed_stream_file
+    from streamkit.models.sed_engine import SedEngine
+    from streamkit.models.sed_offline import sed_stream_file
+    from streamkit.models.sed_settings import default_weights, load_meta, resolve_gate, resolve_post
 
     try:
         if args.out != "-":

@@ -62,7 +62,7 @@ def test_sed_example_graph_equals_the_offline_path(tmp_path):
     from streamkit import Graph, Runner
     from streamkit.core.graph import load_spec_file
     from streamkit.models import SED_WEIGHTS
-    from streamkit.models.sed_stream import sed_file
+    from streamkit.models.sed_offline import sed_file
 
     rng = np.random.default_rng(0)
     n = 14 * RATE

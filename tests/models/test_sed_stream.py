@@ -23,7 +23,10 @@ from streamkit.core.tags import Gap, GapCause
 from streamkit.eval.sed import read_strong_tsv
 from streamkit.models import sed_stream as ss
 from streamkit.models.sed_crnn import SedConfig, SedModel, frame_span, log_mel, receptive_field, save_model
-from streamkit.models.sed_stream import SedBlock, SedEngine, sed_file
+from streamkit.models.sed_engine import SedEngine
+from streamkit.models.sed_offline import sed_file
+from streamkit.models.sed_settings import default_weights
+from streamkit.models.sed_stream import SedBlock
 from streamkit.testing import assert_chunking_invariant, run_block
 
 torch.set_num_threads(1)
@@ -355,7 +358,7 @@ def test_no_shipped_weights_is_a_clear_error(monkeypatch, tmp_path):
 
     monkeypatch.delattr(sm, "SED_WEIGHTS", raising=False)
     with pytest.raises(ConfigError, match="no shipped SED weights.*--weights"):
-        ss.default_weights()
+        default_weights()
     g = Graph("t")
     from streamkit.io.collect import VectorSource
 

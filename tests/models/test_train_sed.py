@@ -508,7 +508,7 @@ def test_long_stream_benchmark(corpus, tmp_path, capsys):
     the truth scores 100 against itself, and each row's detections are the engine's on that audio
     with the row's gates."""
     from streamkit.eval.sed import read_strong_tsv
-    from streamkit.models.sed_stream import sed_file
+    from streamkit.models.sed_offline import sed_file
     from streamkit.train.sed import train
 
     bench = _bench("sed_long_stream", "bench")
@@ -668,7 +668,7 @@ def test_train_sed_post_writes_the_tuned_setting(corpus, tmp_path, capsys):
     """`streamkit train sed-post`: the same weights, meta['post_tuned'] per class, usable by sed_file(post='tuned'); errors exit 2."""
     from streamkit.cli import main
     from streamkit.models.sed_crnn import load_model
-    from streamkit.models.sed_stream import sed_file
+    from streamkit.models.sed_offline import sed_file
     from streamkit.train.sed import train
     from streamkit.train.sed_tune import post_from_meta
 

@@ -6,7 +6,7 @@ partial windows at its end) and every figure in ``sed_table1.py`` / ``sed_post_t
 window-aligned clips. A live stream is not aligned: most windows straddle the sounds of two
 stretches, and every window is full. This benchmark joins ``--join`` consecutive eval clips
 (their audio end to end, their labels shifted by the clips' start times) into one recording, runs
-the same engine over it (:func:`streamkit.models.sed_stream.sed_file`, window ``--window``, hop
+the same engine over it (:func:`streamkit.models.sed_offline.sed_file`, window ``--window``, hop
 ``--hop``), and scores the detections against the joined labels with the DCASE event-based macro F1
 (collars 200 ms / max(200 ms, 20 %)) and the 1 s segment-based macro F1 (sed_eval, through
 :mod:`streamkit.eval.sed`). Clip gates (``clip_gate``: a class's frames in a window set to 0 when
@@ -45,7 +45,8 @@ import torch
 from streamkit.eval.bench import REPO, RESULTS, machine_info, write_result
 from streamkit.eval.sed import Event, event_based, segment_based
 from streamkit.models.sed_crnn import load_model
-from streamkit.models.sed_stream import default_weights, sed_file
+from streamkit.models.sed_offline import sed_file
+from streamkit.models.sed_settings import default_weights
 from streamkit.train.sed import CorpusError, SedCorpus
 
 OUT = RESULTS / "sed_long_stream.json"
