@@ -36,6 +36,7 @@ from streamkit.core.events import Event, event_to_dict
 from streamkit.core.graph import Graph
 from streamkit.core.registry import lookup
 from streamkit.core.runtime import MultiRunner, Runner
+from streamkit.io.console import stop_live
 from streamkit.io.console_out import ConsoleOut, console_out
 from streamkit.io.filenames import safe_filename
 from streamkit.io.kiwi_source import parse_station, station_name
@@ -285,11 +286,7 @@ class MonitorConsole(EventSink):
     def _stop_live(self) -> None:
         with self._lock:
             live, self._live = self._live, None
-        if live is not None:
-            try:
-                live.stop()
-            except Exception:
-                pass
+        stop_live(live)
 
     def close(self) -> None:
         with self._lock:

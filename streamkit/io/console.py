@@ -338,11 +338,7 @@ class ConsoleSink(EventSink):
 
     def _stop_live(self) -> None:
         live, self._live = self._live, None
-        if live is not None:
-            try:
-                live.stop()
-            except Exception:
-                pass
+        stop_live(live)
 
     def close(self) -> None:
         self._stop_live()
@@ -520,6 +516,16 @@ def _level_meter(rms: Any, peak: Any, floor_db: float = -100.0) -> Any:
     if peak is not None:
         bar.append(f"  peak {float(peak):6.1f} dBFS")
     return bar
+
+
+def stop_live(live: Any) -> None:
+    """Stop a rich ``Live`` view (None: nothing to stop); a terminal that is gone may make it raise,
+    which changes nothing for the run."""
+    if live is not None:
+        try:
+            live.stop()
+        except Exception:
+            pass
 
 
 def _isatty(f: Any) -> bool:

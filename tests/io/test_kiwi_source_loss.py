@@ -7,31 +7,14 @@ import threading
 import pytest
 from websockets.sync.server import serve
 
-from streamkit.core import events as E
 from streamkit.core import tags as T
-from streamkit.core.clock import RealTime
-from streamkit.core.graph import Graph
-from streamkit.core.runtime import Runner
 from streamkit.core.tags import GapCause
-from streamkit.io.collect import CollectSink
 from streamkit.io.kiwi_emulator import EmulatorThread
-from streamkit.io.kiwi_source import KiwiSource
+from tests.io.kiwi_run import run_source, states
 
 
 def run(port: int, duration: float = 30.0, **kw):
-    params = dict(host="127.0.0.1", port=port, freq_khz=7100, mode="lsb", backoff_initial_s=0.05, backoff_cap_s=0.2, stall_s=1.0, max_retries=0)
-    params.update(kw)
-    g = Graph("loss-test")
-    src = g.add(KiwiSource(**params), name="kiwi")
-    sink = g.add(CollectSink(), name="k")
-    g.connect(src, sink)
-    r = Runner(g, RealTime(), duration=duration, keep_events=True, threaded_events=False, stats_interval_s=0)
-    r.run()
-    return sink, r, src
-
-
-def states(r) -> list[tuple[str, str]]:
-    return [(e.payload.state, e.payload.detail) for e in r.events if e.kind == E.SOURCE_STATE]
+    return run_source(port, duration, "loss-test", **{"stall_s": 1.0, "max_retries": 0, **kw})
 
 
 @pytest.mark.timeout(60)
