@@ -174,8 +174,7 @@ def mutate(message: bytes | str, rng: np.random.Generator, kind: str | None = No
     """``message`` damaged by one of :data:`MUTATIONS` (``kind``; random if None)."""
     kind = kind or MUTATIONS[int(rng.integers(len(MUTATIONS)))]
     if isinstance(message, str):
-        b = message.encode("utf-8", "surrogatepass")
-        out = mutate(b, rng, kind, other)
+        out = mutate(message.encode("utf-8", "surrogatepass"), rng, kind, other)
         return out.decode("utf-8", "replace") if isinstance(out, bytes) else out
     b = bytearray(message)
     if kind == "bitflip" and b:
@@ -190,7 +189,7 @@ def mutate(message: bytes | str, rng: np.random.Generator, kind: str | None = No
         b[int(rng.integers(min(len(b), IQ_HEADER_LEN)))] = int(rng.integers(256))
     elif kind == "splice" and b:
         tail = other if other is not None else rng.bytes(32)
-        b = b[: int(rng.integers(len(b)))] + tail[int(rng.integers(len(tail) + 1)) :]
+        b = bytearray(b[: int(rng.integers(len(b)))] + tail[int(rng.integers(len(tail) + 1)) :])
     elif kind == "cut_one" and b:
         del b[-1]
     return bytes(b)
