@@ -8,7 +8,7 @@ demo: setup
 	.venv/bin/streamkit monitor
 
 test: setup
-	.venv/bin/python -m pytest tests
+	.venv/bin/python -m pytest -n auto --dist loadfile tests
 
 bench: setup
 	.venv/bin/python benchmarks/engine_overhead.py
