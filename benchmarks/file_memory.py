@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from streamkit.core.machine import machine_info
+from streamkit.testing.signals import speechlike
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT = ROOT / "benchmarks" / "results" / "file_memory.json"
@@ -53,15 +54,7 @@ COMMANDS: dict[str, list[str]] = {
 
 
 def _speechlike(n: int, rng: np.random.Generator) -> np.ndarray:
-    t = np.arange(n) / RATE
-    f0 = rng.uniform(100, 220) * (1 + 0.15 * np.sin(2 * np.pi * rng.uniform(0.3, 1.0) * t + rng.uniform(0, 6)))
-    ph = 2 * np.pi * np.cumsum(f0) / RATE
-    y = np.zeros(n)
-    for h in range(1, 30):
-        amp = np.where(h * f0 < 3400, 1.0, 0.0) / (1 + (h * f0.mean() / 800) ** 1.5)
-        y += amp * np.sin(h * ph + rng.uniform(0, 6))
-    am = 0.5 * (1 - np.cos(2 * np.pi * rng.uniform(3, 6) * t + rng.uniform(0, 6)))
-    return y * am**1.5
+    return speechlike(n, rng, rate=RATE, harmonics=29)
 
 
 def _pinkish(n: int, rng: np.random.Generator) -> np.ndarray:

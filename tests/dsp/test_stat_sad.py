@@ -14,6 +14,7 @@ from streamkit.core.tags import SPEECH, Gap, GapCause, SpeechBoundary
 from streamkit.dsp.kernels.minstat import mh_value, minstat_params, minstat_state, minstat_track
 from streamkit.dsp.stat_sad import HOP, WIN, StatSAD, stat_sad_scores
 from streamkit.testing import assert_chunking_invariant, run_block
+from streamkit.testing.signals import speechlike as _speechlike
 
 RATE = 8000
 
@@ -23,15 +24,7 @@ RATE = 8000
 
 def speechlike(n: int, rng: np.random.Generator) -> np.ndarray:
     """Harmonic tone (f0 100-220 Hz gliding +-15 %), falling spectral tilt, 3-6 Hz syllable AM."""
-    t = np.arange(n) / RATE
-    f0 = rng.uniform(100, 220) * (1 + 0.15 * np.sin(2 * np.pi * rng.uniform(0.3, 1.0) * t + rng.uniform(0, 6)))
-    ph = 2 * np.pi * np.cumsum(f0) / RATE
-    y = np.zeros(n)
-    for h in range(1, 34):
-        amp = np.where(h * f0 < 3400, 1.0, 0.0) / (1 + (h * f0.mean() / 800) ** 1.5)
-        y += amp * np.sin(h * ph + rng.uniform(0, 6))
-    am = 0.5 * (1 - np.cos(2 * np.pi * rng.uniform(3, 6) * t + rng.uniform(0, 6)))
-    return y * am**1.5
+    return _speechlike(n, rng, rate=RATE, harmonics=33)
 
 
 def noise(n: int, rng: np.random.Generator, kind: str) -> np.ndarray:
