@@ -1,4 +1,4 @@
-"""``streamkit corpus hf|asr|sed``: generate the training and evaluation corpora.
+"""``streamkit corpus hf|asr|sed|real``: generate the training and evaluation corpora.
 
 The generators live in :mod:`streamkit.data` (``generate`` and ``corpus_table`` of
 :mod:`~streamkit.data.hf_corpus`, :mod:`~streamkit.data.asr_corpus`,
@@ -26,13 +26,19 @@ def add_parsers(sub: Any) -> None:
 DOCS = {
     "hf": ("espeak-ng speech through the HF channel simulator, with labels and RTTM", "Generate the parallel HF speech corpus: espeak-ng speech in the paper's layout, through the HF channel simulator, with sample-exact labels and RTTM, train/dev/eval splits."),
     "asr": ("multilingual (en, hi, ta, gu) espeak-ng sentences with transcripts and grapheme vocabularies", "Generate the multilingual ASR corpus (en, hi, ta, gu): espeak-ng sentences from offline word lists, speakers disjoint across train/dev/test, optional HF channel augmentation, grapheme vocabularies with B_ word-start symbols."),
+    "real": ("real recordings from pinned Debian packages: speech among real distractors, event clips, off-air modems", "Build the real-recordings corpus: fetch pinned Debian packages of real recordings (apt-get download, SHA-256 checked, dpkg-deb -x), classify their audio, and write speech scenes among real distractors with RTTM labels (train/dev from training packages, eval from evaluation-only packages), real DCASE event clips and 10 s event scenes, and off-air modem recordings without speech. GPL/CC-BY-SA audio: used locally, never redistributed."),
     "sed": ("10 s soundscapes of 10 event classes with DCASE labels (synthetic/weak/unlabelled/validation/eval)", "Generate the SED soundscape corpus (DCASE 2019 task 4 layout, 10 classes, 10 s clips): strongly labelled synthetic clips, weak and unlabelled real-domain clips (rooms, backgrounds, microphones), validation and eval with strong labels."),
 }  # fmt: skip
 
 
 def add_corpus_parsers(co: argparse.ArgumentParser) -> None:
     sub = commands(co, "what", metavar="WHAT", required=True)
-    for name, arguments, run in (("hf", add_hf_arguments, run_hf), ("asr", add_asr_arguments, run_asr), ("sed", add_sed_arguments, run_sed)):
+    for name, arguments, run in (
+        ("hf", add_hf_arguments, run_hf),
+        ("asr", add_asr_arguments, run_asr),
+        ("sed", add_sed_arguments, run_sed),
+        ("real", add_real_arguments, run_real),
+    ):
         add_command(sub, name, help=DOCS[name][0], description=DOCS[name][1], arguments=arguments, run=run)
 
 
@@ -178,6 +184,50 @@ def run_sed(ns: argparse.Namespace) -> int:
     try:
         man = generate(ns.out, counts, ns.seed, rate=ns.rate, jobs=ns.jobs, progress=progress, gap=ns.domain_gap)
     except (ValueError, EspeakMissingError, OSError) as e:
+        print(f"error: {e}".replace("\n", " "), file=sys.stderr)
+        return 2
+    print(corpus_table(man))
+    return 0
+
+
+# --------------------------------------------------------------------------- corpus real
+def add_real_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of ``streamkit corpus real``."""
+    from streamkit.data.real_scenes import DEFAULT_EVENT_SCENES, DEFAULT_SCENES
+
+    parser.add_argument("--out", required=True, metavar="DIR", help="output directory (the unpacked packages go to DIR/sources)")
+    parser.add_argument("--cache", default=None, metavar="DIR",
+                        help="where the .deb files are downloaded (default DIR/debs); a file with the pinned SHA-256 is reused")  # fmt: skip
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0); the corpus depends only on it")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1; the output does not depend on it)")
+    for split in DEFAULT_SCENES:
+        parser.add_argument(f"--scenes-{split}", type=int, default=DEFAULT_SCENES[split], metavar="N",
+                            help=f"~60 s speech scenes in {split} (default {DEFAULT_SCENES[split]})")  # fmt: skip
+        parser.add_argument(f"--event-scenes-{split}", type=int, default=DEFAULT_EVENT_SCENES[split], metavar="N",
+                            help=f"10 s event scenes in {split} (default {DEFAULT_EVENT_SCENES[split]})")  # fmt: skip
+    return parser
+
+
+def run_real(ns: argparse.Namespace) -> int:
+    """Run ``streamkit corpus real``: progress on stderr, the table on stdout; errors print one line and return 2."""
+    import os
+
+    from streamkit.data.real_packages import FetchError
+    from streamkit.data.real_scenes import DEFAULT_SCENES, corpus_table, generate
+
+    def progress(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    scenes = {s: getattr(ns, f"scenes_{s}") for s in DEFAULT_SCENES}
+    events = {s: getattr(ns, f"event_scenes_{s}") for s in DEFAULT_SCENES}
+    try:
+        if ns.jobs < 1:
+            raise ValueError(f"--jobs must be >= 1, got {ns.jobs}")
+        if min(*scenes.values(), *events.values()) < 0:
+            raise ValueError("scene counts must be >= 0")
+        man = generate(ns.out, cache=ns.cache or os.path.join(ns.out, "debs"), seed=ns.seed, jobs=ns.jobs, scenes=scenes,
+                       event_scenes=events, progress=progress, command=" ".join(["streamkit", *sys.argv[1:]]))  # fmt: skip
+    except (ValueError, FetchError, OSError) as e:
         print(f"error: {e}".replace("\n", " "), file=sys.stderr)
         return 2
     print(corpus_table(man))
