@@ -358,7 +358,7 @@ def generate(
     jobs: int = 1,
     scenes: dict[str, int] | None = None,
     event_scenes: dict[str, int] | None = None,
-    pins: Sequence[Pin] = PINS,
+    pins: Sequence[Pin] | None = None,
     downloader: Any = None,
     progress: Progress | None = None,
     command: str | None = None,
@@ -366,6 +366,7 @@ def generate(
     """Fetch, unpack and classify the pinned packages, then write the corpus under ``out_dir``;
     returns (and writes) the manifest. Raises :class:`~streamkit.data.real_packages.FetchError`."""
     out = Path(out_dir)
+    pins = PINS if pins is None else pins
     scenes = {**DEFAULT_SCENES, **(scenes or {})}
     event_scenes = {**DEFAULT_EVENT_SCENES, **(event_scenes or {})}
     say = progress or (lambda m: None)
