@@ -58,7 +58,7 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
     ("pocketsphinx-testdata", r"/test/data/(librivox|cards)/[^/]+\.wav$", "speech", "read"),
     ("pocketsphinx-testdata", r"/test/data/(goforward|numbers|something)\.raw$", "speech", "read"),
     ("asterisk-core-sounds-en-wav", r"/silence/", "skip", "silence"),
-    ("asterisk-core-sounds-en-wav", r"/(beep|beeperr|ascending-2tone|descending-2tone)\.wav$", "nonspeech", "ui"),
+    ("asterisk-core-sounds-en-wav", r"/(beep|beeperr|ascending-2tone|descending-2tone|confbridge-join|confbridge-leave)\.wav$", "nonspeech", "ui"),
     ("asterisk-core-sounds-en-wav", r"/tt-monkeys\.wav$", "skip", "vocalisation"),
     ("asterisk-core-sounds-en-wav", r"/sounds/en[^/]*/.*\.wav$", "speech", "prompt"),
     ("asterisk-moh-opsound-wav", r"/moh/[^/]+\.wav$", "nonspeech", "music"),
@@ -96,14 +96,14 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
     ("fillets-ng-data", r"/fillets-ng/music/[^/]+\.ogg$|-music\.ogg$", "nonspeech", "music"),
     ("fillets-ng-data", r"/sound/elk/en/deu-", "speech", "voice"),
     ("fillets-ng-data", r"/bat-t-(budik|phone\d)\.ogg$", "nonspeech", "alarm"),
-    ("fillets-ng-data", r"-x-(smich|ihaha|gr\d)\.ogg$", "skip", "vocalisation"),
+    ("fillets-ng-data", r"-x-(smich|ihaha|gr\d|stebet\d|zzz)\.ogg$", "skip", "vocalisation"),
     ("fillets-ng-data", r"/sound/share/|/sound/[^/]+/en/[^/]+-x-[^/]+\.ogg$|/sound/(linux|keys)/en/", "nonspeech", "sfx"),
-    ("fillets-ng-data-cs", r"-(huhu|krik)\d*\.ogg$", "skip", "vocalisation"),
+    ("fillets-ng-data-cs", r"-(huhu|krik)\d*\.ogg$|/sp-shout_|-aaa\.ogg$", "skip", "vocalisation"),
     ("fillets-ng-data-cs", r"/sound/(share/)?[^/]+/cs/[^/]+\.ogg$", "speech", "voice"),
     ("hedgewars-data", r"/voices/(Singer|Robot)/", "skip", "vocals"),
-    ("hedgewars-data", r"/voices/[^/]+/(Ooff|Ow|Laugh|Hmm|Jump|Firepunch|Poison|Nooo|Ouch|Uh-oh|Yawn|Snore)[^/]*\.ogg$", "skip", "vocalisation"),
+    ("hedgewars-data", r"/voices/[^/]+/(Ooff|Ow|Laugh|Hmm|Jump|Firepunch|Poison|Nooo|Ouch|Uh-oh|Yawn|Snore|Flyaway)[^/]*\.ogg$", "skip", "vocalisation"),
     ("hedgewars-data", r"/voices/[^/]+/[^/]+\.ogg$", "speech", "voice"),
-    ("hedgewars-data", r"/Sounds/(Yoohoo|Kiss|hell_|hogchant|Hellish|countdown|ride_of_the_valkyries|suddendeath|extratime)", "skip",
+    ("hedgewars-data", r"/Sounds/(Yoohoo|Kiss|hell_|hogchant|Hellish|countdown|ride_of_the_valkyries|suddendeath|extratime|beewater|lowgravity)", "skip",
      "vocalisation"),
     ("hedgewars-data", r"/Sounds/Droplet", "nonspeech", "water"),
     ("hedgewars-data", r"/Sounds/[^/]+\.ogg$", "nonspeech", "sfx"),
@@ -219,7 +219,9 @@ def inventory(package: str, root: str | os.PathLike[str]) -> list[Source]:
             continue
         rel = f.relative_to(root).as_posix()
         cls, kind = classify(package, rel)
-        ev = event_class(package, rel) if cls != "skip" else None
+        ev = event_class(package, rel)
+        if cls == "skip" or (ev == "Speech") != (cls == "speech"):  # a clip's class agrees with its file's
+            ev = None
         out.append(Source(package, rel, cls, kind, ev))
     return out
 

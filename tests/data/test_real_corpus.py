@@ -19,7 +19,7 @@ import soundfile as sf
 from streamkit.cli import main
 from streamkit.data import real_packages as rp
 from streamkit.data import real_scenes as rs
-from streamkit.data.real_corpus import classify, event_class
+from streamkit.data.real_corpus import classify, event_class, inventory
 
 pytestmark = pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="needs dpkg-deb")
 
@@ -161,6 +161,9 @@ def test_unpack_without_dpkg_deb_is_a_clear_error(fake: dict[str, object], tmp_p
         ("codec2-examples", "usr/share/codec2/raw/hts1a.raw", "speech"),
         ("codec2-examples", "usr/share/codec2/wav/vk2tpm_004.wav", "nonspeech"),
         ("asterisk-core-sounds-en-wav", "usr/share/asterisk/sounds/en_US_f_Allison/silence/1.wav", "skip"),
+        ("asterisk-core-sounds-en-wav", "usr/share/asterisk/sounds/en_US_f_Allison/confbridge-join.wav", "nonspeech"),  # a tone
+        ("asterisk-core-sounds-en-wav", "usr/share/asterisk/sounds/en_US_f_Allison/conf-muted.wav", "speech"),
+        ("hedgewars-data", "usr/share/games/hedgewars/Data/Sounds/voices/Default/Flyaway.ogg", "skip"),  # a scream
         ("fillets-ng-data-cs", "usr/share/games/fillets-ng/sound/city/cs/vit-m-hlava.ogg", "speech"),
         ("pocketsphinx-testdata", "usr/share/pocketsphinx/test/data/tidigits/dhd.2934z.raw", "skip"),
     ],
@@ -169,7 +172,14 @@ def test_classify(package: str, path: str, cls: str) -> None:
     assert classify(package, path)[0] == cls
 
 
-def test_event_classes() -> None:
+def test_event_classes(tmp_path: Path) -> None:
+    # a file's clip class agrees with its class: the conference tone is no Speech clip
+    d = tmp_path / "usr/share/asterisk/sounds/en_US_f_Allison"
+    d.mkdir(parents=True)
+    for name in ("confbridge-join.wav", "conf-muted.wav"):
+        sf.write(d / name, _burst(8000), 8000)
+    got = {Path(s.path).name: (s.cls, s.event) for s in inventory("asterisk-core-sounds-en-wav", tmp_path)}
+    assert got == {"confbridge-join.wav": ("nonspeech", None), "conf-muted.wav": ("speech", "Speech")}
     assert event_class("scratch", "usr/share/scratch/Media/Sounds/Animal/Dog1.wav") == "Dog"
     assert event_class("sound-theme-freedesktop", "usr/share/sounds/freedesktop/stereo/alarm-clock-elapsed.oga") == "Alarm_bell_ringing"
     assert event_class("scratch", "usr/share/scratch/Media/Sounds/Effects/Pop.wav") is None
