@@ -75,7 +75,7 @@ SPEECH_WEIGHTS = {
     "sound-theme-freedesktop": 0.05, "fillets-ng-data-cs": 0.5, "hedgewars-data": 0.4, "fillets-ng-data": 0.07, "pingus-data": 0.03,
 }  # fmt: skip
 LABELS_16K = {"frame": 160, "merge_gap": 3200, "min_speech": 800}  # the 8 kHz rules of hf_corpus, at 16 kHz
-EVENT_LABELS = {"frame": 160, "active_db": -35.0, "merge_gap": 4000, "min_speech": 1600}
+EVENT_LABELS: dict[str, Any] = {"frame": 160, "active_db": -35.0, "merge_gap": 4000, "min_speech": 1600}
 _PINK_B = [0.049922035, -0.095993537, 0.050612699, -0.004408786]
 _PINK_A = [1.0, -2.494956002, 2.017265875, -0.522189400]
 
@@ -412,7 +412,7 @@ def generate(
                 used[s.package].add(s.path)
         clip_counts[split] = {c: len(v) for c, v in clips[split].items()}
 
-    state = {"seed": seed, "out": str(out), "roots": roots, "pools": {sp: _pools(by_split[sp]) for sp in SPLITS}, "clips": clips}
+    state: dict[str, Any] = {"seed": seed, "out": str(out), "roots": roots, "pools": {sp: _pools(by_split[sp]) for sp in SPLITS}, "clips": clips}
     splits_man: dict[str, Any] = {}
     for split in SPLITS:
         if scenes[split] and not state["pools"][split]["speech"]:
@@ -481,7 +481,7 @@ def generate(
 
 def corpus_table(manifest: dict[str, Any]) -> str:
     """The corpus table: one row per split and set (scenes, off-air, event clips, event scenes)."""
-    rows = [("split", "set", "files", "minutes", "speech %", "sources", "packages")]
+    rows: list[tuple[str, ...]] = [("split", "set", "files", "minutes", "speech %", "sources", "packages")]
     for split in SPLITS:
         m = manifest["splits"][split]
         sc = m["scenes"]
