@@ -347,15 +347,18 @@ def finalize_model(ckpt: str | Path, out: str | Path, *, corpus_dir: str | Path,
     root = Path(corpus_dir)
     dev_curve, rt_dev = evaluate_split(loaded, root, "dev")
     ev_curve, rt_ev = evaluate_split(loaded, root, "eval")
-    op = eer_point(dev_curve)
-    thr = op.threshold
-    ev_counts = ev_curve.counts(ev_curve.index_of(thr))
-    real_dev = None
-    if st.get("real"):
+    real_curve = None
+    if st.get("real"):  # the threshold is chosen on both dev sets: the HF split and the real scenes
         from streamkit.train.sad_dnn_real import scene_items
 
-        rc, _ = evaluate_items(loaded, scene_items(st["real"], "dev"))
-        real_dev = {"at": "dev-EER threshold of the HF dev split", **rc.counts(rc.index_of(thr)).metrics()}
+        real_curve, _ = evaluate_items(loaded, scene_items(st["real"], "dev"))
+    op = eer_point(dev_curve if real_curve is None else dev_curve + real_curve)
+    thr = op.threshold
+    ev_counts = ev_curve.counts(ev_curve.index_of(thr))
+    hf_dev = dev_curve.counts(dev_curve.index_of(thr))
+    real_dev = None
+    if real_curve is not None:
+        real_dev = {"at": "dev-EER threshold", **real_curve.counts(real_curve.index_of(thr)).metrics()}
     manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8")) if (root / "manifest.json").is_file() else {}
     card = {
         "model": "streamkit.models.sad_dnn (CNN-GRU SAD, HF paper §3.2)",
@@ -367,7 +370,8 @@ def finalize_model(ckpt: str | Path, out: str | Path, *, corpus_dir: str | Path,
         "normalisation": f"causal recursive per-bin mean/variance, memory {cfg.norm_memory_s:g} s (a = {cfg.norm_alpha:.6f}), cumulative warm-up, "
         "over the whole file in training and inference",
         "threshold": thr,
-        "threshold_rule": "dev-EER (paper protocol) on the voted scores (25-frame >= 12 majority), 0.5 s collar, fgnt mode",
+        "threshold_rule": "dev-EER (paper protocol) on the voted scores (25-frame >= 12 majority), 0.5 s collar, fgnt mode"
+        + (", over the HF dev split and the real dev scenes pooled" if real_curve is not None else ""),
         "latency": {
             "frames_lookahead": cfg.lookahead_frames + 12,
             "samples": WIN - WIN // 2 + (cfg.lookahead_frames + 12) * HOP,
@@ -375,7 +379,7 @@ def finalize_model(ckpt: str | Path, out: str | Path, *, corpus_dir: str | Path,
             "note": "half window + 6 conv frames + 12 vote frames after a frame's centre",
         },  # fmt: skip
         "metrics": {
-            "dev": {"at": "dev-EER threshold", **op.counts.metrics()},
+            "dev": {"at": "dev-EER threshold", **hf_dev.metrics()},
             "eval": {"at": "dev-EER threshold", **ev_counts.metrics()},
             **({"real_dev": real_dev} if real_dev is not None else {}),
             "collar_s": 0.5,
