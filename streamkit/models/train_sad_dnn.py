@@ -7,6 +7,10 @@ The HF paper's recipe (the authors' released training code), adapted to CPU:
   fresh ``ChannelParams.random(rng, severity)`` (``rng`` from ``(seed, epoch, file)``), the same
   call :mod:`streamkit.data.hf_corpus` makes, so the clean labels stay aligned (the simulator's
   output is time-aligned with its input), then quantises to PCM_16 as the corpus does.
+* ``--real DIR`` adds the train scenes of a ``streamkit corpus real`` corpus (real speech and
+  real non-speech sounds from the training packages; :mod:`streamkit.train.sad_dnn_real`) to the
+  epoch data and its dev scenes to the dev loss; ``--init WEIGHTS`` starts from a weight file of
+  the same configuration (fine-tuning) instead of a random initialisation.
 * Features: :func:`streamkit.models.sad_dnn.features` over the whole file (causal normalisation),
   then non-overlapping 400-frame (4 s) chunks, remainder dropped; chunks of all files shuffled
   per epoch; batches of 24.
@@ -57,6 +61,7 @@ from streamkit.models.sad_dnn import (
     save_weights,
 )
 from streamkit.train.progress import TrainProgress
+from streamkit.train.sad_dnn_real import GAIN_DB
 
 CHUNK = 400  #: frames per training chunk (4 s)
 
@@ -85,10 +90,14 @@ class Corpus:
             j = json.loads(p.read_text(encoding="utf-8"))
             fid = j["id"]
             self.items.append({"id": fid, "audio": d / "audio" / f"{fid}.wav", "clean": d / "clean" / f"{fid}.wav",
-                               "intervals": j["intervals"], "n": int(j["n_samples"])})  # fmt: skip
+                               "intervals": j["intervals"], "n": int(j["n_samples"]), "kind": "hf"})  # fmt: skip
 
 
-def _file_signal(item: dict[str, Any], epoch: int, index: int, seed: int, severity: float) -> np.ndarray:
+def _file_signal(item: dict[str, Any], epoch: int, index: int, seed: int, severity: float, real_hf_prob: float = 0.5) -> np.ndarray:
+    if item.get("kind") == "real":
+        from streamkit.train.sad_dnn_real import scene_signal
+
+        return scene_signal(item, epoch, index, seed, severity, real_hf_prob)
     if epoch == 0 or not item["clean"].is_file():
         return _read(item["audio"])
     from streamkit.data.hf_channel import ChannelParams, simulate
@@ -98,11 +107,11 @@ def _file_signal(item: dict[str, Any], epoch: int, index: int, seed: int, severi
     return _to_pcm16(simulate(clean, ChannelParams.random(rng, severity)).received)
 
 
-def epoch_data(corpus: Corpus, cfg: SadDnnConfig, epoch: int, seed: int, severity: float) -> tuple[np.ndarray, np.ndarray]:
+def epoch_data(corpus: Corpus, cfg: SadDnnConfig, epoch: int, seed: int, severity: float, real_hf_prob: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
     """All 4 s chunks of one epoch, shuffled: features (N, 400, 129) float32, targets (N, 400)."""
     feats, tgts = [], []
     for i, it in enumerate(corpus.items):
-        x = _file_signal(it, epoch, i, seed, severity)
+        x = _file_signal(it, epoch, i, seed, severity, real_hf_prob)
         f = features(x, cfg)
         t = frame_targets(intervals_to_mask(it["intervals"], x.shape[0]), f.shape[0])
         k = f.shape[0] // CHUNK
@@ -118,9 +127,11 @@ def epoch_data(corpus: Corpus, cfg: SadDnnConfig, epoch: int, seed: int, severit
 
 
 def dev_data(corpus: Corpus, cfg: SadDnnConfig) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    from streamkit.train.sad_dnn_real import read_8k
+
     out = []
     for it in corpus.items:
-        x = _read(it["audio"])
+        x = read_8k(it["audio"]) if it.get("kind") == "real" else _read(it["audio"])
         f = features(x, cfg)
         t = frame_targets(intervals_to_mask(it["intervals"], x.shape[0]), f.shape[0])
         out.append((torch.from_numpy(f)[None], torch.from_numpy(t)[None]))
@@ -180,6 +191,9 @@ def train(
     dev_limit: int = 40,
     finalize: bool = True,
     quiet: bool = False,
+    real: str | Path | None = None,
+    real_hf_prob: float = 0.5,
+    init: str | Path | None = None,
     on_step: Callable[[int, float], None] | None = None,
 ) -> dict[str, Any]:
     """Train (or continue training) and, with ``finalize``, write the weights and the model card.
@@ -195,14 +209,24 @@ def train(
     cfg = cfg or SadDnnConfig()
     train_c = Corpus(root, "train", train_limit)
     dev_c = Corpus(root, "dev", dev_limit)
+    if real is not None:
+        from streamkit.train.sad_dnn_real import scene_items
+
+        train_c.items += scene_items(real, "train", train_limit)
+        dev_c.items += scene_items(real, "dev", dev_limit)
     dev = dev_data(dev_c, cfg)
 
     torch.manual_seed(seed)
     np.random.seed(seed)
     model = SadDnn(cfg)
+    if init is not None and not (resume and ckpt_p.is_file()):
+        from streamkit.models.sad_dnn import load_weights
+
+        model.load_state_dict(load_weights(init, expect=cfg).model.state_dict())
     opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.999), eps=1e-8)
     st: dict[str, Any] = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "elapsed_s": 0.0, "best_dev": math.inf, "best_step": 0,
-                          "best_state": None, "history": [], "runs": 0}  # fmt: skip
+                          "best_state": None, "history": [], "runs": 0,
+                          "real": str(real) if real is not None else None, "real_hf_prob": real_hf_prob, "init": str(init) if init is not None else None}  # fmt: skip
     if resume and ckpt_p.is_file():
         ck = torch.load(ckpt_p, map_location="cpu", weights_only=False)
         if ck["config"] != cfg.to_dict() or ck["seed"] != seed or ck["batch"] != batch:
@@ -245,7 +269,7 @@ def train(
     while not stop:
         if max_epochs is not None and st["epoch"] >= max_epochs:
             break
-        X, Y = epoch_data(train_c, cfg, st["epoch"], seed, severity)
+        X, Y = epoch_data(train_c, cfg, st["epoch"], seed, severity, real_hf_prob)
         nb = -(-X.shape[0] // batch)
         while st["batch_in_epoch"] < nb:
             b = st["batch_in_epoch"]
@@ -282,29 +306,30 @@ def train(
     return summary
 
 
-def _split_refs(root: Path, split: str) -> list[tuple[str, Path, np.ndarray]]:
-    c = Corpus(root, split)
-    return [(it["id"], it["audio"], intervals_to_mask(it["intervals"], it["n"])) for it in c.items]
-
-
-def evaluate_split(weights: Any, root: Path, split: str, collar: float = 0.5) -> tuple[Any, float]:
-    """ROC curve (sample level, :func:`streamkit.eval.sad.sweep`) of the voted DNN scores on a split, and the RT factor."""
+def evaluate_items(weights: Any, items: list[dict[str, Any]], collar: float = 0.5) -> tuple[Any, float]:
+    """ROC curve (sample level, :func:`streamkit.eval.sad.sweep`) of the voted DNN scores on corpus items, and the RT factor."""
     from streamkit.eval.sad import DEFAULT_THRESHOLDS, frames_to_samples, majority_filter, sweep
+    from streamkit.train.sad_dnn_real import read_8k
 
     curve = None
     secs, n_tot = 0.0, 0
     dnn_raw_scores(np.random.default_rng(0).standard_normal(RATE).astype(np.float32) * 0.01, weights=weights)  # untimed warm-up (numba)
-    for fid, apath, ref in _split_refs(root, split):
-        x = _read(apath)
-        n = min(len(x), len(ref))
+    for it in items:
+        x = read_8k(it["audio"]) if it.get("kind") == "real" else _read(it["audio"])
+        ref = intervals_to_mask(it["intervals"], len(x))
         t0 = time.perf_counter()
         s, hop, win = dnn_raw_scores(x, weights=weights, threads=1)
         secs += time.perf_counter() - t0
         n_tot += len(x)
-        hyp = frames_to_samples(majority_filter(s, 25, 12), hop, win, n)
-        c = sweep({fid: ref[:n]}, {fid: hyp}, DEFAULT_THRESHOLDS, collar, rate=RATE)
+        hyp = frames_to_samples(majority_filter(s, 25, 12), hop, win, len(x))
+        c = sweep({it["id"]: ref}, {it["id"]: hyp}, DEFAULT_THRESHOLDS, collar, rate=RATE)
         curve = c if curve is None else curve + c
     return curve, secs / (n_tot / RATE)
+
+
+def evaluate_split(weights: Any, root: Path, split: str, collar: float = 0.5) -> tuple[Any, float]:
+    """ROC curve of the voted DNN scores on a split of a ``corpus hf`` corpus, and the RT factor."""
+    return evaluate_items(weights, Corpus(root, split).items, collar)
 
 
 def finalize_model(ckpt: str | Path, out: str | Path, *, corpus_dir: str | Path, threads: int = 2, quiet: bool = False) -> dict[str, Any]:
@@ -322,9 +347,18 @@ def finalize_model(ckpt: str | Path, out: str | Path, *, corpus_dir: str | Path,
     root = Path(corpus_dir)
     dev_curve, rt_dev = evaluate_split(loaded, root, "dev")
     ev_curve, rt_ev = evaluate_split(loaded, root, "eval")
-    op = eer_point(dev_curve)
+    real_curve = None
+    if st.get("real"):  # the threshold is chosen on both dev sets: the HF split and the real scenes
+        from streamkit.train.sad_dnn_real import scene_items
+
+        real_curve, _ = evaluate_items(loaded, scene_items(st["real"], "dev"))
+    op = eer_point(dev_curve if real_curve is None else dev_curve + real_curve)
     thr = op.threshold
     ev_counts = ev_curve.counts(ev_curve.index_of(thr))
+    hf_dev = dev_curve.counts(dev_curve.index_of(thr))
+    real_dev = None
+    if real_curve is not None:
+        real_dev = {"at": "dev-EER threshold", **real_curve.counts(real_curve.index_of(thr)).metrics()}
     manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8")) if (root / "manifest.json").is_file() else {}
     card = {
         "model": "streamkit.models.sad_dnn (CNN-GRU SAD, HF paper §3.2)",
@@ -336,7 +370,8 @@ def finalize_model(ckpt: str | Path, out: str | Path, *, corpus_dir: str | Path,
         "normalisation": f"causal recursive per-bin mean/variance, memory {cfg.norm_memory_s:g} s (a = {cfg.norm_alpha:.6f}), cumulative warm-up, "
         "over the whole file in training and inference",
         "threshold": thr,
-        "threshold_rule": "dev-EER (paper protocol) on the voted scores (25-frame >= 12 majority), 0.5 s collar, fgnt mode",
+        "threshold_rule": "dev-EER (paper protocol) on the voted scores (25-frame >= 12 majority), 0.5 s collar, fgnt mode"
+        + (", over the HF dev split and the real dev scenes pooled" if real_curve is not None else ""),
         "latency": {
             "frames_lookahead": cfg.lookahead_frames + 12,
             "samples": WIN - WIN // 2 + (cfg.lookahead_frames + 12) * HOP,
@@ -344,8 +379,9 @@ def finalize_model(ckpt: str | Path, out: str | Path, *, corpus_dir: str | Path,
             "note": "half window + 6 conv frames + 12 vote frames after a frame's centre",
         },  # fmt: skip
         "metrics": {
-            "dev": {"at": "dev-EER threshold", **op.counts.metrics()},
+            "dev": {"at": "dev-EER threshold", **hf_dev.metrics()},
             "eval": {"at": "dev-EER threshold", **ev_counts.metrics()},
+            **({"real_dev": real_dev} if real_dev is not None else {}),
             "collar_s": 0.5,
             "rt_factor_offline_1thread": round((rt_dev + rt_ev) / 2, 5),
         },
@@ -364,7 +400,11 @@ def finalize_model(ckpt: str | Path, out: str | Path, *, corpus_dir: str | Path,
             "lr": ck["lr"],
             "loss": "BCE on the frame score (max over 10 units, clamped sigmoid), summed over frames and batch (dev loss: mean per frame)",
             "optimiser": "Adam (0.9, 0.999), eps 1e-8, no weight decay",
-            "augmentation": "epoch 0: corpus audio; later epochs: each train file re-simulated from clean/ with fresh ChannelParams.random",
+            "augmentation": "epoch 0: corpus audio; later epochs: each train file re-simulated from clean/ with fresh ChannelParams.random"
+            + (f"; real scenes: random gain {GAIN_DB} dB and, with probability {st.get('real_hf_prob')}, the HF channel" if st.get("real") else ""),
+            "real_corpus": st.get("real"),
+            "real_packages": _train_packages(st.get("real")),
+            "init": st.get("init"),
             "history": st["history"],
         },
         "torch": torch.__version__,
@@ -379,6 +419,17 @@ def finalize_model(ckpt: str | Path, out: str | Path, *, corpus_dir: str | Path,
         print(f"wrote {out} and {out.with_suffix('.json')}: threshold {thr:.3f}, dev F1 {m['dev']['f1'] * 100:.2f} %, eval F1 {m['eval']['f1'] * 100:.2f} %",
               flush=True)  # fmt: skip
     return card
+
+
+def _train_packages(real: str | None) -> list[dict[str, Any]] | None:
+    """The training packages (name, version, licence) of a ``corpus real`` root, from its manifest."""
+    if not real:
+        return None
+    m = Path(real) / "manifest.json"
+    if not m.is_file():
+        return None
+    pk = json.loads(m.read_text(encoding="utf-8")).get("packages", [])
+    return [{k: p.get(k) for k in ("package", "version", "licence")} for p in pk if p.get("role") == "train"]
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -396,6 +447,14 @@ def add_train_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--channels", default="4,8,16", help="channels of the 3 CNN blocks (paper: 16,32,64)")
     p.add_argument("--gru", type=int, default=64, help="GRU hidden size (paper: 514)")
     p.add_argument("--norm-memory", type=float, default=16.0, help="memory of the causal normaliser in seconds (default 16, chosen on dev)")
+    p.add_argument(
+        "--real",
+        default=None,
+        metavar="DIR",
+        help="also train on the train scenes of a `streamkit corpus real` corpus (dev scenes join the dev loss)",
+    )
+    p.add_argument("--real-hf-prob", type=float, default=0.5, help="fraction of real scenes sent through the HF channel per epoch (default 0.5)")
+    p.add_argument("--init", default=None, metavar="WEIGHTS", help="start from these weights (fine-tuning) instead of a random init")
     p.add_argument("--finalize-only", action="store_true", help="only write weights + card from the checkpoint's best state")
     p.add_argument("--quiet", action="store_true")
     return p
@@ -418,5 +477,5 @@ def run_from_args(ns: argparse.Namespace) -> int:
         finalize_model(ckpt, out, corpus_dir=ns.corpus, threads=ns.threads, quiet=ns.quiet)
         return 0
     train(ns.corpus, out, cfg=cfg, minutes=ns.minutes, seed=ns.seed, resume=ns.resume, ckpt=ckpt, batch=ns.batch, lr=ns.lr, threads=ns.threads,
-          eval_every=ns.eval_every, max_steps=ns.max_steps, quiet=ns.quiet)  # fmt: skip
+          eval_every=ns.eval_every, max_steps=ns.max_steps, quiet=ns.quiet, real=ns.real, real_hf_prob=ns.real_hf_prob, init=ns.init)  # fmt: skip
     return 0
