@@ -181,7 +181,7 @@ def psk31(n: int, rng: np.random.Generator, rate: int = 8000, **kw: Any) -> tupl
     baud = float(_draw(kw, "baud", lambda: 31.25))
     fc = float(_draw(kw, "carrier_hz", lambda: rng.uniform(500, 2500)))
     t0 = float(_draw(kw, "start_s", lambda: rng.uniform(0.0, 0.3)))
-    need = int(math.ceil((n / rate - t0) * baud)) + 2
+    need = max(2, int(math.ceil((n / rate - t0) * baud)) + 2)
     bits: list[str] = ["0" * int(rng.integers(16, 48))]
     have = len(bits[0])
     while have < need:
@@ -277,7 +277,7 @@ def ofdm(n: int, rng: np.random.Generator, rate: int = 8000, **kw: Any) -> tuple
     t0 = float(_draw(kw, "start_s", lambda: rng.uniform(0.0, 0.2)))
     k0 = max(1, int(round(center * N / rate - nc / 2)))
     L = N + ncp
-    i0 = int(round(t0 * rate))
+    i0 = min(int(round(t0 * rate)), n - 1)
     nsym = max(1, -(-(n - i0) // L))
     qpsk = (rng.choice([-1.0, 1.0], (nsym, nc)) + 1j * rng.choice([-1.0, 1.0], (nsym, nc))) / math.sqrt(2)
     pilots = rng.choice([-1.0, 1.0], nc)

@@ -433,3 +433,20 @@ def test_cw_text_override() -> None:
     assert np.round(on[:9] / RATE / 0.06).astype(int).tolist() == [1, 1, 1, 3, 3, 3, 1, 1, 1]  # ... --- ...
     with pytest.raises(ValueError, match="Morse"):
         distractor("cw", RATE, np.random.default_rng(0), text="###")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_any_length(kind: str) -> None:
+    """Lengths from one sample to shorter than a kind's start delay or symbol: no error, finite audio."""
+    for n in (1, 7, 100, 1044, int(0.3 * RATE)):
+        for seed in range(3):
+            x = distractor(kind, n, np.random.default_rng(seed))
+            assert x.shape == (n,) and np.all(np.isfinite(x))
+
+
+def test_am_music_slow_tempo_long_notes() -> None:
+    """A slow tempo's last chord rings past the buffer end (was a broadcast error mid-corpus)."""
+    r = np.random.default_rng(31)
+    n = int(r.uniform(2, 20) * RATE)
+    x, info = distractor_info("am_music", n, r)
+    assert x.shape == (n,) and info["bpm"] < 80
