@@ -59,6 +59,11 @@ def add_hf_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
         "--interference", type=float, default=0.0, metavar="P",
         help="fraction of files with an unlabelled concurrent speaker on the adjacent channel (default 0)",
     )  # fmt: skip
+    parser.add_argument(
+        "--distractors", type=float, default=0.0, metavar="P",
+        help="probability that each silence gets 2-20 s of a non-speech HF signal (CW, RTTY, PSK31, FT8/FT4, OFDM, SSTV, AM music, "
+        "carriers, OTH radar, QRN), labelled non-speech and sent through the channel (default 0: the corpus is unchanged)",
+    )  # fmt: skip
     return parser
 
 
@@ -75,9 +80,11 @@ def run_hf(ns: argparse.Namespace) -> int:
                 flush=True,
             )
 
-    if not 0.0 <= ns.interference <= 1.0:
-        print(f"error: --interference must be a fraction in [0, 1], got {ns.interference:g}", file=sys.stderr)
-        return 2
+    for opt in ("interference", "distractors"):
+        v = getattr(ns, opt)
+        if not 0.0 <= v <= 1.0:
+            print(f"error: --{opt} must be a fraction in [0, 1], got {v:g}", file=sys.stderr)
+            return 2
     try:
         generate(
             ns.out,
@@ -89,6 +96,7 @@ def run_hf(ns: argparse.Namespace) -> int:
             metrics=not ns.no_metrics,
             write_clean=not ns.no_clean,
             interference=ns.interference,
+            distractors=ns.distractors,
             progress=progress,
         )
     except EspeakMissingError as e:

@@ -38,7 +38,7 @@ from streamkit.data.hf_channel_stages import (
     ssb_fir,
 )
 
-__all__ = ["ChannelEngine", "SimResult", "simulate"]
+__all__ = ["ChannelEngine", "SimResult", "resolve_speech_level", "simulate"]
 
 
 class ChannelEngine:
@@ -203,6 +203,21 @@ class SimResult:
     diagnostics: dict[str, Any] | None = None
 
 
+def resolve_speech_level(clean: np.ndarray, params: ChannelParams) -> ChannelParams:
+    """``params`` with ``speech_level_db`` measured from ``clean`` (what :func:`simulate` does when
+    it is None: the active level of the TX-compressed, band-passed audio; nominal for silence);
+    unchanged when it is already set."""
+    if params.speech_level_db is not None:
+        return params
+    x = np.asarray(clean, np.float64)
+    if params.tx_compression_db is not None:
+        g = 10 ** (params.tx_compression_db / 20)
+        ca = (1 - math.exp(-1 / (RATE * COMP_ATTACK_S)), 1 - math.exp(-1 / (RATE * COMP_RELEASE_S)))
+        x = compress_kernel(x, g, ca[0], ca[1], np.zeros(1))
+    lvl = active_level_db(bandpassed(x))
+    return params.replace(speech_level_db=NOMINAL_SPEECH_LEVEL_DB if lvl is None else round(lvl, 6))
+
+
 def simulate(
     clean: np.ndarray,
     params: ChannelParams,
@@ -237,15 +252,7 @@ def simulate(
     check_finite(x, "clean")
     x = x.astype(np.float64)
     n = x.shape[0]
-    p = params
-    if p.speech_level_db is None:
-        xc = x
-        if p.tx_compression_db is not None:
-            g = 10 ** (p.tx_compression_db / 20)
-            ca = (1 - math.exp(-1 / (RATE * COMP_ATTACK_S)), 1 - math.exp(-1 / (RATE * COMP_RELEASE_S)))
-            xc = compress_kernel(x, g, ca[0], ca[1], np.zeros(1))
-        lvl = active_level_db(bandpassed(xc))
-        p = p.replace(speech_level_db=NOMINAL_SPEECH_LEVEL_DB if lvl is None else round(lvl, 6))
+    p = resolve_speech_level(x, params)
     eng = ChannelEngine(p, interferer, diagnostics)
     D = eng.delay
     nfr = -(-(n + D) // FRAME)

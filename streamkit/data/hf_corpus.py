@@ -24,6 +24,17 @@ Layout of ``DIR``::
     <split>/clean/<id>.wav           clean TTS track, PCM_16, 8 kHz (parallel clean data)
     <split>/rttm/<id>.rttm           speech segments
     <split>/labels/<id>.json         intervals (samples), segments with texts, voice, channel params, metrics
+    <split>/distractors/<id>.wav     transmitted non-speech HF signals (``--distractors P`` > 0 only), PCM_16
+
+Non-speech HF signals (``--distractors P``, :mod:`streamkit.data.hf_distractors`): each silence
+of a file gets, with probability P, one segment of 2-20 s of a random kind (CW, RTTY, PSK31,
+FT8/FT4, OFDM modem, SSTV, AM music, carriers, OTH radar, QRN) at U(-10, +6) dB re the speech,
+at least 0.5 s from speech. It is added to the clean speech *before* the channel (fading, AGC and
+noise act on it; the channel's levels stay referred to the speech alone), labelled non-speech
+(``labels.json`` ``distractors``: ``[{start, stop, kind, level_db, params}]``) and written apart
+(``distractors/<id>.wav``); ``clean/`` stays the speech alone. Its own random stream: P = 0
+writes exactly the corpus made before the option existed. ``sdr_db`` then counts the received
+distractors as distortion (the target is zeroed over each distractor ± 0.25 s).
 
 Splits (train/dev/eval) use disjoint speakers: the (language, variant) pairs are shuffled with the
 seed and partitioned by the split fractions. Every file has its own random stream
@@ -64,6 +75,7 @@ import numpy as np
 import soxr
 
 from streamkit.data.hf_channel import RATE, ChannelParams, simulate
+from streamkit.data.hf_distractors import distractor_track, simulate_mix
 from streamkit.data.tts import Voice, espeak_version, list_voices, random_text, require_espeak, synthesize
 from streamkit.eval.rttm import merge_intervals, write_rttm
 from streamkit.io.outputs import write_audio, write_text
@@ -104,6 +116,7 @@ ACTIVE_DB = -45.0  # frame RMS re the loudest frame of the file
 MERGE_GAP = 1600  # 200 ms: pauses up to this are speech
 MIN_SPEECH = 400  # 50 ms: shorter specks are dropped
 STOI_MARGIN = 4000  # 0.5 s around each segment for STOI
+DISTRACTOR_PAD = 2000  # 0.25 s: the SDR target is zeroed this far around each distractor
 
 
 # --------------------------------------------------------------------------------------------
@@ -324,6 +337,17 @@ def _interferer(task: dict[str, Any], n: int, voice: Voice) -> tuple[np.ndarray 
     return itf, {"voice": ivoice.name, "rate_wpm": rate_wpm, "pitch": pitch, "intervals": iv.tolist()}
 
 
+def _distractors(task: dict[str, Any], clean: np.ndarray, intervals: np.ndarray) -> tuple[np.ndarray | None, list[dict[str, Any]] | None]:
+    """The file's transmitted distractor track (PCM_16 samples; None when it has none) and its
+    records (None with ``--distractors 0``, ``[]`` for a file that drew none); own random stream."""
+    p = float(task.get("distractors", 0.0))
+    if p <= 0:
+        return None, None
+    rng = np.random.default_rng(np.random.SeedSequence([task["seed"], task["split_idx"], task["index"], 3]))
+    track, recs = distractor_track(clean, intervals, p, rng)
+    return (_to_i16(track) if recs else None), recs
+
+
 def _to_i16(x: np.ndarray) -> np.ndarray:
     """PCM_16 samples (x * 32767, rounded, clipped); written as int16 so the WAV holds exactly them."""
     return np.clip(np.round(np.asarray(x, np.float64) * 32767), -32768, 32767).astype(np.int16)
@@ -354,19 +378,28 @@ def _make_file(task: dict[str, Any]) -> dict[str, Any]:
     intervals = clean_labels(clean)
     params = ChannelParams.random(rng, task["severity"])
     itf, itf_info = _interferer(task, len(clean), voice)
-    sim = simulate(clean, params, itf, diagnostics=bool(task["metrics"]))
+    dist_i16, dist_info = _distractors(task, clean, intervals)
+    if dist_i16 is None:
+        sim = simulate(clean, params, itf, diagnostics=bool(task["metrics"]))
+    else:
+        sim = simulate_mix(clean, dist_i16.astype(np.float32) / np.float32(32767), params, itf, diagnostics=bool(task["metrics"]))
     received_i16 = _to_i16(sim.received)
     received = received_i16.astype(np.float32) / np.float32(32767)
     metrics: dict[str, float | None] = {}
     if task["metrics"]:
         segs = [(s["start"], s["stop"]) for s in segments]
-        metrics = file_metrics(clean, received, segs, target=received_speech(sim, len(clean)))
+        target = received_speech(sim, len(clean))
+        for dd in dist_info or ():  # the distractors are in the simulator's "speech" component: not the target
+            target[max(0, dd["start"] - DISTRACTOR_PAD) : dd["stop"] + DISTRACTOR_PAD] = 0.0
+        metrics = file_metrics(clean, received, segs, target=target)
 
     d = out / split
     write_audio(d / "audio" / f"{fid}.wav", received_i16, RATE, subtype="PCM_16", durable=False)
     if task["write_clean"]:
         write_audio(d / "clean" / f"{fid}.wav", clean_i16, RATE, subtype="PCM_16", durable=False)
     write_rttm(d / "rttm" / f"{fid}.rttm", {fid: intervals}, RATE, durable=False)
+    if dist_i16 is not None:
+        write_audio(d / "distractors" / f"{fid}.wav", dist_i16, RATE, subtype="PCM_16", durable=False)
     speech = int((intervals[:, 1] - intervals[:, 0]).sum())
     label = {
         "id": fid,
@@ -382,14 +415,19 @@ def _make_file(task: dict[str, Any]) -> dict[str, Any]:
         "interferer": itf_info,
         "metrics": metrics,
     }
+    if dist_info is not None:  # absent with --distractors 0: the labels stay byte-identical
+        label["distractors"] = dist_info
     write_text(d / "labels" / f"{fid}.json", json.dumps(label, ensure_ascii=False, indent=1), durable=False)
-    return {
+    res = {
         "id": fid,
         "voice": voice.name,
         "n_samples": int(plan["n"]),
         "speech_samples": speech,
         **{k: v for k, v in metrics.items() if v is not None},
     }
+    if dist_info is not None:
+        res["distractor_samples"] = sum(dd["stop"] - dd["start"] for dd in dist_info)
+    return res
 
 
 # --------------------------------------------------------------------------------------------
@@ -424,6 +462,7 @@ def generate(
     metrics: bool = True,
     write_clean: bool = True,
     interference: float = 0.0,
+    distractors: float = 0.0,
     progress: Any = None,
 ) -> dict[str, Any]:
     """Write a corpus of about ``hours`` hours under ``out_dir``; returns (and writes) the manifest.
@@ -433,6 +472,8 @@ def generate(
     ``jobs``. ``progress(done, total, audio_seconds, wall_seconds)`` is called after every file.
     ``interference`` is the fraction of files with a concurrent (unlabelled) speaker on the adjacent
     channel; 0 leaves every file identical to a corpus made before the option existed.
+    ``distractors`` is the probability that a silence gets a non-speech HF signal (module doc);
+    0 likewise changes nothing.
 
     Raises:
         EspeakMissingError: espeak-ng is not installed (``apt-get install espeak-ng``).
@@ -442,6 +483,8 @@ def generate(
         raise ValueError(f"hours must be > 0, got {hours}")
     if not 0.0 <= interference <= 1.0:
         raise ValueError(f"interference must be in [0, 1], got {interference}")
+    if not 0.0 <= distractors <= 1.0:
+        raise ValueError(f"distractors must be in [0, 1], got {distractors}")
     if len(splits) != len(SPLITS) or any(f < 0 for f in splits) or sum(splits) <= 0:
         raise ValueError(f"splits must be {len(SPLITS)} non-negative fractions, got {splits}")
     out = Path(out_dir)
@@ -453,6 +496,8 @@ def generate(
             continue
         for sub in ("audio", "clean", "rttm", "labels") if write_clean else ("audio", "rttm", "labels"):
             (out / name / sub).mkdir(parents=True, exist_ok=True)
+        if distractors > 0:
+            (out / name / "distractors").mkdir(parents=True, exist_ok=True)
         target = hours * 3600 * RATE * frac / tot
         have, idx = 0, 0
         while have < target or idx == 0:
@@ -470,6 +515,7 @@ def generate(
                     "metrics": metrics,
                     "write_clean": write_clean,
                     "interference": float(interference),
+                    "distractors": float(distractors),
                 }
             )
             idx += 1
@@ -498,11 +544,13 @@ def generate(
     manifest = {
         "format": FORMAT,
         "command": f"streamkit corpus hf --hours {hours:g} --seed {seed} --severity {severity:g}"
-        + (f" --interference {interference:g}" if interference > 0 else ""),
+        + (f" --interference {interference:g}" if interference > 0 else "")
+        + (f" --distractors {distractors:g}" if distractors > 0 else ""),
         "seed": seed,
         "hours": hours,
         "severity": severity,
         "interference": interference,
+        **({"distractors": distractors} if distractors > 0 else {}),
         "splits": {n: f for n, f in zip(SPLITS, splits)},
         "rate": RATE,
         "espeak_ng": espeak_version(),
@@ -520,9 +568,13 @@ def _mean(v: list[float]) -> float | None:
 def corpus_table(out_dir: str | os.PathLike[str]) -> str:
     """The paper's Table 1 for a generated corpus: per split files, hours, speech %, voices
     (distinct speakers used), mean SDR (``sdr_db``: target = the received speech component, see
-    the module doc) and mean STOI, from the per-file metrics. SI-SDR is stored per file, not shown."""
+    the module doc) and mean STOI, from the per-file metrics. SI-SDR is stored per file, not shown.
+    A corpus with distractors gets a "distr. %" column (share of the audio with a distractor)."""
     man = json.loads((Path(out_dir) / "manifest.json").read_text(encoding="utf-8"))
     cols = ["split", "files", "hours", "speech %", "voices", "SDR dB", "STOI"]
+    with_d = any("distractor_samples" in f for fl in man["files"].values() for f in fl)
+    if with_d:
+        cols.insert(4, "distr. %")
     rows = []
     for name, fl in man["files"].items():
         n = sum(f["n_samples"] for f in fl)
@@ -532,17 +584,18 @@ def corpus_table(out_dir: str | os.PathLike[str]) -> str:
             m = _mean([f[key] for f in fl if f.get(key) is not None])
             return "n/a" if m is None else format(m, spec)
 
-        rows.append(
-            [
-                name,
-                str(len(fl)),
-                f"{n / RATE / 3600:.3f}",
-                f"{100 * sp / max(n, 1):.2f}",
-                str(len({f["voice"] for f in fl})),
-                fmt("sdr_db", ".2f"),
-                fmt("stoi", ".3f"),
-            ]
-        )
+        row = [
+            name,
+            str(len(fl)),
+            f"{n / RATE / 3600:.3f}",
+            f"{100 * sp / max(n, 1):.2f}",
+            str(len({f["voice"] for f in fl})),
+            fmt("sdr_db", ".2f"),
+            fmt("stoi", ".3f"),
+        ]
+        if with_d:
+            row.insert(4, f"{100 * sum(f.get('distractor_samples', 0) for f in fl) / max(n, 1):.2f}")
+        rows.append(row)
     w = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
     lines = ["  ".join(c.rjust(w[i]) for i, c in enumerate(cols)), "  ".join("-" * x for x in w)]
     lines += ["  ".join(v.rjust(w[i]) for i, v in enumerate(r)) for r in rows]

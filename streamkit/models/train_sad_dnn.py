@@ -6,7 +6,8 @@ The HF paper's recipe (the authors' released training code), adapted to CPU:
   in ``audio/``; every later epoch re-simulates each file from its clean track (``clean/``) with
   fresh ``ChannelParams.random(rng, severity)`` (``rng`` from ``(seed, epoch, file)``), the same
   call :mod:`streamkit.data.hf_corpus` makes, so the clean labels stay aligned (the simulator's
-  output is time-aligned with its input), then quantises to PCM_16 as the corpus does.
+  output is time-aligned with its input), then quantises to PCM_16 as the corpus does; a file's
+  non-speech HF signals (``distractors/<id>.wav``) are added to the clean track before the channel.
 * ``--real DIR`` adds the train scenes of a ``streamkit corpus real`` corpus (real speech and
   real non-speech sounds from the training packages; :mod:`streamkit.train.sad_dnn_real`) to the
   epoch data and its dev scenes to the dev loss; ``--init WEIGHTS`` starts from a weight file of
@@ -90,7 +91,8 @@ class Corpus:
             j = json.loads(p.read_text(encoding="utf-8"))
             fid = j["id"]
             self.items.append({"id": fid, "audio": d / "audio" / f"{fid}.wav", "clean": d / "clean" / f"{fid}.wav",
-                               "intervals": j["intervals"], "n": int(j["n_samples"]), "kind": "hf"})  # fmt: skip
+                               "distractors": d / "distractors" / f"{fid}.wav", "intervals": j["intervals"], "n": int(j["n_samples"]),
+                               "kind": "hf"})  # fmt: skip
 
 
 def _file_signal(item: dict[str, Any], epoch: int, index: int, seed: int, severity: float, real_hf_prob: float = 0.5) -> np.ndarray:
@@ -100,11 +102,13 @@ def _file_signal(item: dict[str, Any], epoch: int, index: int, seed: int, severi
         return scene_signal(item, epoch, index, seed, severity, real_hf_prob)
     if epoch == 0 or not item["clean"].is_file():
         return _read(item["audio"])
-    from streamkit.data.hf_channel import ChannelParams, simulate
+    from streamkit.data.hf_channel import ChannelParams
+    from streamkit.data.hf_distractors import simulate_mix
 
     rng = np.random.default_rng(np.random.SeedSequence([seed, 2, epoch, index]))
     clean = _read(item["clean"])
-    return _to_pcm16(simulate(clean, ChannelParams.random(rng, severity)).received)
+    dist = _read(item["distractors"]) if item.get("distractors") and item["distractors"].is_file() else None
+    return _to_pcm16(simulate_mix(clean, dist, ChannelParams.random(rng, severity)).received)
 
 
 def epoch_data(corpus: Corpus, cfg: SadDnnConfig, epoch: int, seed: int, severity: float, real_hf_prob: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
