@@ -34,6 +34,7 @@ from streamkit.core.params import integer, number
 from streamkit.core.registry import register
 from streamkit.core.tags import SPEECH, Gap, SpeechBoundary
 from streamkit.core.types import StreamSpec
+from streamkit.dsp.kernels.harmonic import harmonic_gate, harmonic_setup, harmonic_state
 from streamkit.dsp.kernels.minstat import (
     C_A_E,
     C_A_LPC,
@@ -119,6 +120,16 @@ ANALYSIS_DEFAULTS: dict[str, Any] = {
     # after a reset) has arrived, or the stream has ended. False: the frames of the warm-up keep
     # their low start-up scores (the published `streamkit eval sad` figures were measured so).
     "warmup_rescore": True,
+    # harmonicity / pitch-consistency gate, after the paper's stages (streamkit.dsp.kernels.harmonic):
+    # the frame score is multiplied by min(1, H / harmonic_frac), H the share of the last
+    # ~harmonic_tau_s of frames with a moving harmonic comb (cepstral peak ratio > harmonic_rho over
+    # f0 70-400 Hz in 300-3000 Hz, steadiness against the last 0.5 s < harmonic_steady). False: the
+    # paper's pipeline alone.
+    "harmonic_gate": False,
+    "harmonic_rho": 3.0,
+    "harmonic_steady": 0.5,
+    "harmonic_tau_s": 0.5,
+    "harmonic_frac": 0.2,
 }
 
 #: decision parameters of the block
@@ -163,9 +174,14 @@ def _check_analysis(p: Mapping[str, Any]) -> dict[str, Any]:
         "score_scale_db": number("score_scale_db", q["score_scale_db"], 0.0, lo_open=True),
         "warmup_s": number("warmup_s", q["warmup_s"], 0.0, 60.0),
     }
-    if not isinstance(q["warmup_rescore"], (bool, np.bool_)):
-        raise ConfigError(f"warmup_rescore must be true or false, got {q['warmup_rescore']!r}")
-    out["warmup_rescore"] = bool(q["warmup_rescore"])
+    for flag in ("warmup_rescore", "harmonic_gate"):
+        if not isinstance(q[flag], (bool, np.bool_)):
+            raise ConfigError(f"{flag} must be true or false, got {q[flag]!r}")
+        out[flag] = bool(q[flag])
+    out["harmonic_rho"] = number("harmonic_rho", q["harmonic_rho"], 1.0, 100.0)
+    out["harmonic_steady"] = number("harmonic_steady", q["harmonic_steady"], -1.0, 2.0)
+    out["harmonic_tau_s"] = number("harmonic_tau_s", q["harmonic_tau_s"], 0.0, 60.0)
+    out["harmonic_frac"] = number("harmonic_frac", q["harmonic_frac"], 0.0, 1.0, lo_open=True)
     try:
         bands = tuple((float(a), float(b)) for a, b in q["bands_hz"])
     except (TypeError, ValueError):
@@ -235,6 +251,16 @@ class _Analyzer:
         self.lookback = int(cfg[C_WARM]) if p.get("warmup_rescore", False) else 0
         self.lookback_samples = WIN + (self.lookback - 1) * HOP if self.lookback else 0
         self.ms_par = minstat_params(HOP / RATE, p["ms_subwindows"], p["ms_subwindow_frames"])
+        # the harmonicity gate (shared numba stage of both backends)
+        self.gate = bool(p.get("harmonic_gate", False))
+        if self.gate:
+            try:
+                self.hpar, self.h_taper, self.h_rev, self.h_tw = harmonic_setup(RATE / N_FFT, K, HOP / RATE, p["harmonic_rho"], p["harmonic_steady"],
+                                                                                p["harmonic_tau_s"], p["harmonic_frac"])  # fmt: skip
+            except ValueError as exc:
+                raise ConfigError(f"{exc} (bands_hz must reach 3000 Hz with harmonic_gate)") from None
+        self.feats: list[np.ndarray] | None = None  # per-frame gate features, when collected (harmonic_features)
+        self._no_feats = np.zeros((0, 4))
         # decisions (the block sets dpar)
         self.dpar = np.zeros(N_DPAR)
         self.look = 0
@@ -264,6 +290,8 @@ class _Analyzer:
         self.fst = np.zeros(F_BANDS + 3 * self.bands.shape[0])
         self.fe = np.zeros(1, np.int64)  # samples carried in sbuf
         self.dst = np.zeros(N_DST)
+        if self.gate:
+            self.hst = harmonic_state(self.hpar)
         self.frames = 0
         self.priming = self.lookback > 0  # the look-back is being collected
         self._held: list[np.ndarray] = []  # its samples (copies), until it is complete
@@ -362,7 +390,9 @@ class _Analyzer:
             or (decide and decision_capacity(self.dst, m, self.look) > self.pdec.shape[0])
         ):
             self._grow(n_new, m)
-        if self.backend == "numba":
+        if self.gate:
+            res = self._step_gated(x, whole0, hop_in, decide)
+        elif self.backend == "numba":
             res = stat_sad_step(x, whole0, hop_in, self.sbuf, self.fe, HOP, self.win, self.rev, self.tw, self.norm, self.y2, self.sc, self.gammas,
                                 self.hp_w, self.lpc_w, self.lpc_c, self.bands, self.cfg, self.ms_vec, self.ms_buf, self.ms_scal, self.ms_par,
                                 self.fst, decide, self.dpar, self.dst, self.pdec, self.psc, self.out, self.edges)  # fmt: skip
@@ -375,6 +405,25 @@ class _Analyzer:
             res = (m, bad, n, ne)
         self.frames += res[0]
         return res
+
+    def _step_gated(self, x: np.ndarray, whole0: bool, hop_in: int, decide: bool) -> tuple[int, int, int, int]:
+        """:meth:`_step` with the harmonicity gate between the kernel's scores and the vote (both backends)."""
+        if self.backend == "numba":
+            m, bad, _, _ = stat_sad_step(x, whole0, hop_in, self.sbuf, self.fe, HOP, self.win, self.rev, self.tw, self.norm, self.y2, self.sc,
+                                         self.gammas, self.hp_w, self.lpc_w, self.lpc_c, self.bands, self.cfg, self.ms_vec, self.ms_buf, self.ms_scal,
+                                         self.ms_par, self.fst, False, self.dpar, self.dst, self.pdec, self.psc, self.out, self.edges)  # fmt: skip
+        else:
+            m, bad = stat_sad_frames(x, whole0, hop_in, self.sbuf, self.fe, HOP, self.win, self.rev, self.tw, self.norm, self.y2)
+            if m:
+                self._batch(self.y2[:m], self.gammas, self.hp_w, self.lpc_w, self.lpc_c, self.bands, self.cfg, self.ms_vec, self.ms_buf,
+                            self.ms_scal, self.ms_par, self.fst, self.sc[:m])  # fmt: skip
+        if m:
+            feats = self._no_feats if self.feats is None else np.zeros((m, 4))
+            harmonic_gate(self.y2[:m], self.hpar, self.h_taper, self.h_rev, self.h_tw, self.hst, self.sc[:m], feats)
+            if self.feats is not None:
+                self.feats.append(feats)
+        n, ne = vote_decide(self.sc[:m], False, self.dpar, self.dst, self.pdec, self.psc, self.out, self.edges) if decide else (0, 0)
+        return m, bad, n, ne
 
     def final(self) -> tuple[int, int]:
         """Decide every pending frame (right edge repeated): (n frames out, ne edges).
@@ -469,6 +518,22 @@ def stat_sad_scores(x: np.ndarray, backend: str = "numba", **params: Any) -> tup
         (scores float32 (frames,), hop = 256, win = 512).
     """
     p = _check_analysis({k: v for k, v in params.items() if k not in DECISION_DEFAULTS})
+    return _offline(_Analyzer(p, backend), x), HOP, WIN
+
+
+def harmonic_features(x: np.ndarray, backend: str = "numba", **params: Any) -> np.ndarray:
+    """Per-frame features of the harmonicity gate on the whole signal ``x`` (the frames of
+    :func:`stat_sad_scores`, with ``harmonic_gate`` on): float64 (frames, 4) columns rho (cepstral peak
+    ratio), sigma (steadiness), v (voicing evidence), gate (the factor on the frame score)."""
+    p = _check_analysis({**{k: v for k, v in params.items() if k not in DECISION_DEFAULTS}, "harmonic_gate": True})
+    an = _Analyzer(p, backend)
+    an.feats = []
+    _offline(an, x)
+    return np.concatenate(an.feats) if an.feats else np.zeros((0, 4))
+
+
+def _offline(an: _Analyzer, x: np.ndarray) -> np.ndarray:
+    """float32 scores of the whole signal ``x`` through the analyser ``an``."""
     a = np.asarray(x)
     if a.ndim == 2 and a.shape[1] == 1:
         a = a[:, 0]
@@ -477,7 +542,6 @@ def stat_sad_scores(x: np.ndarray, backend: str = "numba", **params: Any) -> tup
     if a.dtype not in (np.float32, np.float64):
         a = a.astype(np.float64)
     a = np.ascontiguousarray(a)
-    an = _Analyzer(p, backend)
     out = np.empty(max((a.shape[0] - WIN) // HOP + 1, 0), np.float32)
     j = 0
     for i in range(0, a.shape[0], OFFLINE_PIECE):
@@ -488,7 +552,7 @@ def stat_sad_scores(x: np.ndarray, backend: str = "numba", **params: Any) -> tup
     out[j : j + sc.shape[0]] = sc
     j += sc.shape[0]
     assert j == out.shape[0]
-    return out, HOP, WIN
+    return out
 
 
 @register("dsp.stat_sad")
