@@ -258,7 +258,7 @@ class _Analyzer:
                 self.hpar, self.h_taper, self.h_rev, self.h_tw = harmonic_setup(RATE / N_FFT, K, HOP / RATE, p["harmonic_rho"], p["harmonic_steady"],
                                                                                 p["harmonic_tau_s"], p["harmonic_frac"])  # fmt: skip
             except ValueError as exc:
-                raise ConfigError(f"{exc} (bands_hz must reach 3000 Hz with harmonic_gate)") from None
+                raise ConfigError(f"{exc}: bands_hz reach too low for harmonic_gate") from None
         self.feats: list[np.ndarray] | None = None  # per-frame gate features, when collected (harmonic_features)
         self._no_feats = np.zeros((0, 4))
         # decisions (the block sets dpar)

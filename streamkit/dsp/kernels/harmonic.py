@@ -53,6 +53,8 @@ REF_TAU_S = 0.5  #: time constant of the reference cepstrum Cbar of the steadine
 RHO_W = 0.25  #: sigmoid width of the harmonicity
 SIGMA_W = 0.1  #: sigmoid width of the steadiness
 LOG_FLOOR = 1e-12  #: added to y2 before the log (silence stays finite)
+#: mean |C| below which the log spectrum counts as flat (rounding residue; a real comb gives ~1-100)
+FLAT_C = 1e-6
 
 # parameter vector ``hpar``
 H_LO, H_HI, H_QLO, H_QHI, H_RHO0, H_SIG0, H_A_REF, H_A_H, H_FULL = range(9)
@@ -159,7 +161,7 @@ def harmonic_gate(y2: np.ndarray, hpar: np.ndarray, taper: np.ndarray, rev: np.n
             bi = hst[HS_C + nq + qi]
             er += br * br + bi * bi
             dot += br * xr + bi * xi
-        rho = amax / (asum / nq) if asum > 1e-30 else 0.0
+        rho = amax / (asum / nq) if asum > FLAT_C * nq else 0.0  # a flat spectrum (silence) has no comb
         sigma = dot / math.sqrt(ee * er) if ee * er > 1e-60 else 0.0
         for qi in range(nq):
             hst[HS_C + qi] = a_ref * hst[HS_C + qi] + (1.0 - a_ref) * cr[qi]
