@@ -130,6 +130,7 @@ ANALYSIS_DEFAULTS: dict[str, Any] = {
     "harmonic_steady": 0.5,
     "harmonic_tau_s": 0.5,
     "harmonic_frac": 0.2,
+    "harmonic_snr_db": 10.0,
 }
 
 #: decision parameters of the block
@@ -182,6 +183,7 @@ def _check_analysis(p: Mapping[str, Any]) -> dict[str, Any]:
     out["harmonic_steady"] = number("harmonic_steady", q["harmonic_steady"], -1.0, 2.0)
     out["harmonic_tau_s"] = number("harmonic_tau_s", q["harmonic_tau_s"], 0.0, 60.0)
     out["harmonic_frac"] = number("harmonic_frac", q["harmonic_frac"], 0.0, 1.0, lo_open=True)
+    out["harmonic_snr_db"] = number("harmonic_snr_db", q["harmonic_snr_db"], -100.0, 200.0)
     try:
         bands = tuple((float(a), float(b)) for a, b in q["bands_hz"])
     except (TypeError, ValueError):
@@ -256,7 +258,7 @@ class _Analyzer:
         if self.gate:
             try:
                 self.hpar, self.h_taper, self.h_rev, self.h_tw = harmonic_setup(RATE / N_FFT, K, HOP / RATE, p["harmonic_rho"], p["harmonic_steady"],
-                                                                                p["harmonic_tau_s"], p["harmonic_frac"])  # fmt: skip
+                                                                                p["harmonic_tau_s"], p["harmonic_frac"], p["harmonic_snr_db"])  # fmt: skip
             except ValueError as exc:
                 raise ConfigError(f"{exc}: bands_hz reach too low for harmonic_gate") from None
         self.feats: list[np.ndarray] | None = None  # per-frame gate features, when collected (harmonic_features)
@@ -378,6 +380,8 @@ class _Analyzer:
             self.fst[F_START] = max(self.fst[F_START], self.cfg[C_WARM])
         self.fe[FE_CARRY] = 0  # the frame grid starts again at the first sample; tracker state kept
         self.frames = 0
+        if self.feats is not None:
+            self.feats.clear()  # the features of the settling pass are not the stream's
         return self._step(held.reshape(1, -1, 1), True, 0, decide)
 
     def _step(self, x: np.ndarray, whole0: bool, hop_in: int, decide: bool) -> tuple[int, int, int, int]:

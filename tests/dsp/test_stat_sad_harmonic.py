@@ -24,8 +24,12 @@ def _t() -> np.ndarray:
     return np.arange(int(SECONDS * RATE)) / RATE
 
 
+LEAD_S = 2.0  # noise alone before each signal (the gate acts on sounds well above the band's floor)
+
+
 def _norm(y: np.ndarray, rng: np.random.Generator, snr_db: float = 20.0) -> np.ndarray:
-    y = 0.1 * y / np.std(y)
+    """``y`` at 20 dB over white noise, after ``LEAD_S`` of the noise alone."""
+    y = np.concatenate([np.zeros(int(LEAD_S * RATE)), 0.1 * y / np.std(y)])
     return (y + 0.1 * 10 ** (-snr_db / 20) * rng.standard_normal(y.shape[0])).astype(np.float32)
 
 
@@ -52,7 +56,7 @@ def multicarrier(rng: np.random.Generator, carriers: int = 20, spacing: float = 
     return _norm(y, rng)
 
 
-def chords(rng: np.random.Generator, hold_s: float = 0.8) -> np.ndarray:
+def chords(rng: np.random.Generator, hold_s: float = 0.8, snr_db: float = 20.0) -> np.ndarray:
     """Held triads (C, Am, F) of harmonic notes, each chord held ``hold_s``."""
     t = _t()
     triads = [(261.6, 329.6, 392.0), (220.0, 261.6, 329.6), (174.6, 220.0, 261.6)]
@@ -62,11 +66,11 @@ def chords(rng: np.random.Generator, hold_s: float = 0.8) -> np.ndarray:
         for f in triads[k % 3]:
             for h in range(1, 8):
                 y[m] += np.sin(2 * np.pi * f * h * t[m]) / h
-    return _norm(y, rng)
+    return _norm(y, rng, snr_db)
 
 
 def noise(rng: np.random.Generator) -> np.ndarray:
-    return (0.05 * rng.standard_normal(int(SECONDS * RATE))).astype(np.float32)
+    return (0.05 * rng.standard_normal(int((LEAD_S + SECONDS) * RATE))).astype(np.float32)
 
 
 def voiced(rng: np.random.Generator) -> np.ndarray:
@@ -78,7 +82,7 @@ DISTRACTORS = {"tone": tone, "fsk": fsk, "ofdm20": multicarrier, "chords": chord
 
 
 def settled(a: np.ndarray) -> np.ndarray:
-    return a[round(1.0 * RATE / HOP) :]  # after the first second (the gate's averages settle)
+    return a[round((LEAD_S + 1.0) * RATE / HOP) :]  # the signal after its first second (the gate's averages settle)
 
 
 # -- physics ------------------------------------------------------------------------------------------
@@ -140,15 +144,24 @@ def test_espeak_speech_keeps_its_score():
     assert np.mean(on[sp] > THR) > 0.9  # the frames the paper's stages call speech stay speech
 
 
-def test_silence_and_constant_spectrum_are_finite_and_closed():
-    hpar, taper, rev, tw = harmonic_setup(RATE / 1024, 384, HOP / RATE, 3.0, 0.5, 0.5, 0.2)
+def test_silence_and_constant_spectrum_are_finite_without_comb():
+    hpar, taper, rev, tw = harmonic_setup(RATE / 1024, 384, HOP / RATE, 3.0, 0.5, 0.5, 0.2, 10.0)
     for y2 in (np.zeros((20, 384)), np.ones((20, 384))):
         st = harmonic_state(hpar)
         sc = np.ones(20)
         feats = np.zeros((20, 4))
         harmonic_gate(y2, hpar, taper, rev, tw, st, sc, feats)
-        assert np.all(np.isfinite(feats)) and np.all(np.isfinite(st))
-        assert np.all(feats[:, RHO] == 0.0) and np.all(sc < 0.05)
+        assert np.all(np.isfinite(feats)) and np.all(np.isfinite(st)) and np.all(np.isfinite(sc))
+        assert np.all(feats[:, RHO] == 0.0) and np.all(feats[:, V] < 0.01)
+
+
+def test_gate_acts_only_well_above_the_floor():
+    """A weak held chord (5 dB over the noise) is not gated: without clear harmonics at that SNR,
+    their absence says nothing; the same chord at 20 dB is."""
+    weak = chords(np.random.default_rng(6), snr_db=5.0)
+    strong = chords(np.random.default_rng(6), snr_db=20.0)
+    assert settled(harmonic_features(weak))[:, G].mean() > 0.8
+    assert settled(harmonic_features(strong))[:, G].mean() < 0.15
 
 
 # -- streaming, configuration ---------------------------------------------------------------------------
@@ -157,10 +170,10 @@ def test_silence_and_constant_spectrum_are_finite_and_closed():
 def _mixed() -> np.ndarray:
     rng = np.random.default_rng(5)
     n = int(SECONDS * RATE)
-    x = noise(rng).astype(np.float64)
-    x[RATE : 4 * RATE] += voiced(rng)[: 3 * RATE]
-    x[5 * RATE : 8 * RATE] += chords(rng)[: 3 * RATE]
-    return x[:n].astype(np.float32)
+    x = noise(rng).astype(np.float64)[:n]
+    x[RATE : 4 * RATE] += voiced(rng)[int(LEAD_S * RATE) :][: 3 * RATE]
+    x[5 * RATE : 8 * RATE] += chords(rng)[int(LEAD_S * RATE) :][: 3 * RATE]
+    return x.astype(np.float32)
 
 
 def test_chunking_invariance_with_the_gate():

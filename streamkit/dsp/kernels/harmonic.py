@@ -53,19 +53,21 @@ REF_TAU_S = 0.5  #: time constant of the reference cepstrum Cbar of the steadine
 RHO_W = 0.25  #: sigmoid width of the harmonicity
 SIGMA_W = 0.1  #: sigmoid width of the steadiness
 LOG_FLOOR = 1e-12  #: added to y2 before the log (silence stays finite)
+FLOOR_RISE_DB_S = 0.05  #: rise of the band-level floor tracker (it falls to any lower frame at once; the stat SAD's noise_rise_db_s)
+SNR_W_DB = 2.0  #: sigmoid width of the SNR weight
 #: mean |C| below which the log spectrum counts as flat (rounding residue; a real comb gives ~1-100)
 FLAT_C = 1e-6
 
 # parameter vector ``hpar``
-H_LO, H_HI, H_QLO, H_QHI, H_RHO0, H_SIG0, H_A_REF, H_A_H, H_FULL = range(9)
-N_HPAR = 9
-# state ``hst``: [H, frames seen] + Cbar re (nq) + Cbar im (nq)
-HS_H, HS_SEEN = 0, 1
-HS_C = 2
+H_LO, H_HI, H_QLO, H_QHI, H_RHO0, H_SIG0, H_A_REF, H_A_H, H_FULL, H_SNR0, H_RISE = range(11)
+N_HPAR = 11
+# state ``hst``: [H, frames seen, band-level floor (dB)] + Cbar re (nq) + Cbar im (nq)
+HS_H, HS_SEEN, HS_FLOOR = 0, 1, 2
+HS_C = 3
 
 
 def harmonic_setup(
-    df: float, n_bins: int, hop_s: float, rho0: float, sigma0: float, tau_h: float, h_full: float
+    df: float, n_bins: int, hop_s: float, rho0: float, sigma0: float, tau_h: float, h_full: float, snr0_db: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(hpar, taper, rev, tw) of :func:`harmonic_gate` for bins ``df`` Hz apart, ``n_bins`` bins available."""
     lo = int(round(BAND_HZ[0] / df))
@@ -82,6 +84,8 @@ def harmonic_setup(
     hpar[H_A_REF] = math.exp(-hop_s / REF_TAU_S)
     hpar[H_A_H] = math.exp(-hop_s / tau_h) if tau_h > 0 else 0.0
     hpar[H_FULL] = h_full
+    hpar[H_SNR0] = snr0_db
+    hpar[H_RISE] = FLOOR_RISE_DB_S * hop_s
     n = (hi - lo) // 2
     taper = np.ascontiguousarray(0.5 - 0.5 * np.cos(2 * np.pi * (np.arange(n) + 1) / (n + 1)))  # Hann without its zero end points
     rev, tw = rfft_tables(NC, NC // 2 + 1)
@@ -125,6 +129,8 @@ def harmonic_gate(y2: np.ndarray, hpar: np.ndarray, taper: np.ndarray, rev: np.n
     a_ref = hpar[H_A_REF]
     a_h = hpar[H_A_H]
     full = hpar[H_FULL]
+    snr0 = hpar[H_SNR0]
+    rise = hpar[H_RISE]
     keep = feats.shape[0] == k
     L = np.empty(n)
     zr = np.empty(h)
@@ -133,11 +139,22 @@ def harmonic_gate(y2: np.ndarray, hpar: np.ndarray, taper: np.ndarray, rev: np.n
     ci = np.empty(nq)
     for j in range(k):
         mean = 0.0
+        tot = 0.0
         for i in range(n):
-            v = math.log(y2[j, lo + 2 * i] + y2[j, lo + 2 * i + 1] + LOG_FLOOR)
+            pw = y2[j, lo + 2 * i] + y2[j, lo + 2 * i + 1] + LOG_FLOOR
+            tot += pw
+            v = math.log(pw)
             L[i] = v
             mean += v
         mean /= n
+        e_db = 10.0 * math.log10(tot)
+        fl = hst[HS_FLOOR]
+        if hst[HS_SEEN] == 0.0 or e_db < fl:
+            fl = e_db
+        else:
+            fl = min(fl + rise, e_db)
+        hst[HS_FLOOR] = fl
+        snr = e_db - fl
         for i in range(n):
             L[i] -= mean
         half_fft(L, 0, taper, rev, tw, zr, zi)
@@ -177,6 +194,8 @@ def harmonic_gate(y2: np.ndarray, hpar: np.ndarray, taper: np.ndarray, rev: np.n
         g = H / full if full > 0.0 else 1.0
         if g > 1.0:
             g = 1.0
+        zs = min(max((snr - snr0) / SNR_W_DB, -50.0), 50.0)
+        g = 1.0 - (1.0 - g) / (1.0 + math.exp(-zs))  # the gate acts where harmonics would show
         scores[j] *= g
         if keep:
             feats[j, 0] = rho
