@@ -7,7 +7,9 @@ and Enhancement of Speech Transmitted over HF links" (ITG 2021), §3.1. Per fram
       -> S x [ minimum statistics (Martin 2001) -> Wiener W = max(1 - gamma*sigma^2/|X|^2, G_min) ]
       -> linear highpass (spectral weight) -> 1st-order LPC (keep the predictable power)
       -> smoothed sub-band energies -> noise/speech level trackers -> adaptive threshold
-      -> soft score in (0, 1) per frame -> hysteresis -> 25-frame ">= 12" vote -> segments
+      -> soft score in (0, 1) per frame
+      -> x harmonicity gate (not the paper's: a moving harmonic comb where the band is well above its floor)
+      -> hysteresis -> 25-frame ">= 12" vote -> segments
 
 The kernels are in :mod:`streamkit.dsp.kernels.minstat` (every constant and its source is listed
 there and in :class:`StatSAD`). :func:`stat_sad_scores` runs the same kernels on a whole signal;
@@ -120,17 +122,20 @@ ANALYSIS_DEFAULTS: dict[str, Any] = {
     # after a reset) has arrived, or the stream has ended. False: the frames of the warm-up keep
     # their low start-up scores (the published `streamkit eval sad` figures were measured so).
     "warmup_rescore": True,
-    # harmonicity / pitch-consistency gate, after the paper's stages (streamkit.dsp.kernels.harmonic):
-    # the frame score is multiplied by min(1, H / harmonic_frac), H the share of the last
-    # ~harmonic_tau_s of frames with a moving harmonic comb (cepstral peak ratio > harmonic_rho over
-    # f0 70-400 Hz in 300-3000 Hz, steadiness against the last 0.5 s < harmonic_steady). False: the
-    # paper's pipeline alone.
-    "harmonic_gate": False,
-    "harmonic_rho": 3.0,
+    # harmonicity / pitch-consistency gate, after the paper's stages (streamkit.dsp.kernels.harmonic;
+    # docs/sad.md): where the 300-3000 Hz band stands more than ~harmonic_snr_db above its floor, the
+    # frame score is multiplied by min(1, H / harmonic_frac), H the share of the last ~harmonic_tau_s
+    # of frames with a moving harmonic comb (cepstral peak ratio > harmonic_rho over f0 70-400 Hz,
+    # steadiness against the last 0.5 s < harmonic_steady). TUNED on dev only, at the threshold
+    # 0.185, by `python benchmarks/tune_stat_sad_real.py --hf HFD --real REAL --hf-eval HFC
+    # --threshold 0.185` (benchmarks/results/tune_stat_sad_real.json; rho, frac and snr_db searched,
+    # tau_s and steady not; figures in docs/sad.md). False: the paper's pipeline alone. [False]
+    "harmonic_gate": True,
+    "harmonic_rho": 3.25,
     "harmonic_steady": 0.5,
     "harmonic_tau_s": 0.5,
     "harmonic_frac": 0.2,
-    "harmonic_snr_db": 10.0,
+    "harmonic_snr_db": 6.0,
 }
 
 #: decision parameters of the block
@@ -138,7 +143,8 @@ DECISION_DEFAULTS: dict[str, Any] = {
     # the dev-EER threshold (the paper's protocol: the threshold at dev's equal error rate, applied
     # to eval) of `streamkit eval sad --system stat --corpus HFC` with warmup_s 0.75 (0.225,
     # from `python benchmarks/tune_stat_sad.py --passes 4`, before the start-up warm-up); 0.5 would
-    # mean ">= bands_needed bands clearly above their adaptive thresholds"
+    # mean ">= bands_needed bands clearly above their adaptive thresholds". The harmonicity gate was
+    # tuned at this threshold.
     "threshold": 0.185,
     "hysteresis": 0.1,  # once speech, a frame stays speech while score > threshold - hysteresis
     "vote_window": 25,  # centred majority vote over frames (the released code's smooth_vad)
@@ -581,6 +587,11 @@ class StatSAD(RateBlock):
         warmup_rescore (true): the frames of the warm-up are then scored again with the settled
         trackers (a look-back of warmup_s + 32 ms; see ``ANALYSIS_DEFAULTS``), so speech from the
         first sample on is found.
+        Harmonicity gate (after the paper's stages; ``streamkit.dsp.kernels.harmonic``):
+        harmonic_gate (true; false: the paper's pipeline alone),
+        harmonic_rho (3.25), harmonic_steady (0.5), harmonic_tau_s (0.5 s), harmonic_frac (0.2),
+        harmonic_snr_db (6 dB): where the band is well above its floor, the frame score is scaled
+        by the share of recent frames with a moving harmonic comb.
         Decision: threshold (0.185, the dev-EER threshold; 0.5: score > 0.5 <=> >= bands_needed bands above their adaptive
         threshold), hysteresis (0.1: speech continues while score > threshold - hysteresis),
         vote_window (25, odd) and vote_min (12): the centred ">= 12 of 25" vote of the released code,
@@ -614,7 +625,8 @@ class StatSAD(RateBlock):
         silence and clipping give finite scores.
     Notes:
         A stream (or segment after a reset) shorter than ``512`` items gives no output. Cost: one
-        FFT and O(stages * 513) work per frame (the frames of the look-back twice).
+        FFT and O(stages * 513) work per frame, plus a 256-point FFT for the gate (the frames of
+        the look-back twice).
     """
 
     emits: ClassVar[tuple[str, ...]] = (VAD_SEGMENT,)

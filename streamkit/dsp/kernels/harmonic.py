@@ -53,17 +53,19 @@ REF_TAU_S = 0.5  #: time constant of the reference cepstrum Cbar of the steadine
 RHO_W = 0.25  #: sigmoid width of the harmonicity
 SIGMA_W = 0.1  #: sigmoid width of the steadiness
 LOG_FLOOR = 1e-12  #: added to y2 before the log (silence stays finite)
-FLOOR_RISE_DB_S = 0.05  #: rise of the band-level floor tracker (it falls to any lower frame at once; the stat SAD's noise_rise_db_s)
+FLOOR_RISE_DB_S = 0.05  #: rise of the band-level floor tracker (the stat SAD's noise_rise_db_s)
+FLOOR_FALL_TAU_S = 0.5  #: fall of the floor tracker towards lower frames (the stat SAD's noise_fall_tau_s)
+SILENCE_DB = -90.0  #: band power (dB) below which a frame is digital silence: the floor ignores it
 SNR_W_DB = 2.0  #: sigmoid width of the SNR weight
 #: mean |C| below which the log spectrum counts as flat (rounding residue; a real comb gives ~1-100)
 FLAT_C = 1e-6
 
 # parameter vector ``hpar``
-H_LO, H_HI, H_QLO, H_QHI, H_RHO0, H_SIG0, H_A_REF, H_A_H, H_FULL, H_SNR0, H_RISE = range(11)
-N_HPAR = 11
-# state ``hst``: [H, frames seen, band-level floor (dB)] + Cbar re (nq) + Cbar im (nq)
-HS_H, HS_SEEN, HS_FLOOR = 0, 1, 2
-HS_C = 3
+H_LO, H_HI, H_QLO, H_QHI, H_RHO0, H_SIG0, H_A_REF, H_A_H, H_FULL, H_SNR0, H_RISE, H_A_FALL = range(12)
+N_HPAR = 12
+# state ``hst``: [H, frames seen, band-level floor (dB), 1 once the floor is set] + Cbar re (nq) + Cbar im (nq)
+HS_H, HS_SEEN, HS_FLOOR, HS_FSET = 0, 1, 2, 3
+HS_C = 4
 
 
 def harmonic_setup(
@@ -86,6 +88,7 @@ def harmonic_setup(
     hpar[H_FULL] = h_full
     hpar[H_SNR0] = snr0_db
     hpar[H_RISE] = FLOOR_RISE_DB_S * hop_s
+    hpar[H_A_FALL] = math.exp(-hop_s / FLOOR_FALL_TAU_S)
     n = (hi - lo) // 2
     taper = np.ascontiguousarray(0.5 - 0.5 * np.cos(2 * np.pi * (np.arange(n) + 1) / (n + 1)))  # Hann without its zero end points
     rev, tw = rfft_tables(NC, NC // 2 + 1)
@@ -131,6 +134,7 @@ def harmonic_gate(y2: np.ndarray, hpar: np.ndarray, taper: np.ndarray, rev: np.n
     full = hpar[H_FULL]
     snr0 = hpar[H_SNR0]
     rise = hpar[H_RISE]
+    a_fall = hpar[H_A_FALL]
     keep = feats.shape[0] == k
     L = np.empty(n)
     zr = np.empty(h)
@@ -149,12 +153,18 @@ def harmonic_gate(y2: np.ndarray, hpar: np.ndarray, taper: np.ndarray, rev: np.n
         mean /= n
         e_db = 10.0 * math.log10(tot)
         fl = hst[HS_FLOOR]
-        if hst[HS_SEEN] == 0.0 or e_db < fl:
-            fl = e_db
+        if e_db < SILENCE_DB:  # digital silence: no level to compare with, the floor is kept
+            snr = 0.0
         else:
-            fl = min(fl + rise, e_db)
-        hst[HS_FLOOR] = fl
-        snr = e_db - fl
+            if hst[HS_FSET] == 0.0:
+                fl = e_db
+                hst[HS_FSET] = 1.0
+            elif e_db < fl:
+                fl = a_fall * fl + (1.0 - a_fall) * e_db
+            else:
+                fl = min(fl + rise, e_db)
+            hst[HS_FLOOR] = fl
+            snr = e_db - fl
         for i in range(n):
             L[i] -= mean
         half_fft(L, 0, taper, rev, tw, zr, zi)
