@@ -451,7 +451,7 @@ def collect(graph: Any, kinds: Sequence[str] | None = None, *, duration: float |
         >>> g = Graph("demo")
         >>> g.chain(g.add(DemoSignal(rate=8000, duration_s=12, seed=1)), g.add(StatSAD(), name="sad"))
         >>> [(e.source, e.payload.start_s, e.payload.end_s) for e in collect(g, ["vad.segment"])]
-        [('sad', 2.4, 4.832), ('sad', 7.264, 11.168)]
+        [('sad', 2.4, 4.832), ('sad', 7.232, 11.168)]
     """
     from streamkit.core.runtime import Runner
 

@@ -30,7 +30,11 @@ Per frame (the stat SAD's own 64 ms / 32 ms frames, its periodogram ``y2`` of bi
 5. voicing evidence ``v = sigmoid((rho - rho0) / RHO_W) * sigmoid((sigma0 - sigma) / SIGMA_W)``;
 6. ``H <- a_h H + (1 - a_h) v`` (time constant ``tau_h``): the share of recent frames that were
    voiced speech (unvoiced sounds and short pauses inside speech keep the gate open);
-7. gate ``g = min(1, H / h_full)``; the stat SAD's frame score is multiplied by ``g`` before the vote.
+7. gate ``g = min(1, H / h_full)``, weighted by ``w = sigmoid((snr - snr0) / SNR_W_DB)``:
+   ``g' = 1 - w (1 - g)``; ``snr`` is the band level over its floor (a tracker that falls with
+   ``FLOOR_FALL_TAU_S``, rises ``FLOOR_RISE_DB_S`` and ignores digital silence). Only a sound well
+   above the floor has to show its harmonics: in low-SNR speech (HF) they are often buried, and
+   their absence says nothing. The stat SAD's frame score is multiplied by ``g'`` before the vote.
 
 Every recursion runs frame by frame on explicit state (``hst``), so a stream in any chunking
 gives bit-identical gates; the gate depends only on the periodograms, so the numba and C
