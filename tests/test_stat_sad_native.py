@@ -25,7 +25,7 @@ from streamkit.core.errors import ConfigError
 from streamkit.data.hf_channel import ChannelParams, simulate
 from streamkit.dsp import stat_sad as ss
 from streamkit.dsp.kernels import minstat
-from streamkit.dsp.stat_sad import DECISION_DEFAULTS, StatSAD, stat_sad_scores
+from streamkit.dsp.stat_sad import DECISION_DEFAULTS, StatSAD, harmonic_features, stat_sad_scores
 from streamkit.testing import run_block
 
 RATE = 8000
@@ -164,27 +164,39 @@ def test_c_kernel_rejects_bad_arrays():
 # -- the public API ---------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("gate", [False, True], ids=["paper", "harmonic_gate"])
 @pytest.mark.parametrize("name", sorted(SIGNALS))
-def test_offline_backends_same_decisions(name):
+def test_offline_backends_same_decisions(name, gate):
     lib()
     x = SIGNALS[name]
-    s_nb, hop, win = stat_sad_scores(x)
-    s_c, hop_c, win_c = stat_sad_scores(x, backend="c")
+    s_nb, hop, win = stat_sad_scores(x, harmonic_gate=gate)
+    s_c, hop_c, win_c = stat_sad_scores(x, backend="c", harmonic_gate=gate)
     assert (hop, win) == (hop_c, win_c) and s_c.dtype == np.float32
     np.testing.assert_allclose(s_c, s_nb, rtol=0, atol=1e-6)  # float32 output: one ulp at most
     thr = DECISION_DEFAULTS["threshold"]
     np.testing.assert_array_equal(s_c > thr, s_nb > thr)
 
 
+@pytest.mark.parametrize("gate", [False, True], ids=["paper", "harmonic_gate"])
 @pytest.mark.parametrize("name", ["hf_channel", "speech+noise", "clipped"])
-def test_block_backends_same_segments(name):
+def test_block_backends_same_segments(name, gate):
     lib()
     x = SIGNALS[name][:, None]
-    r_nb = run_block(StatSAD(), x, rate=RATE, sizes=800)
-    r_c = run_block(StatSAD(backend="c"), x, rate=RATE, sizes=800)
+    r_nb = run_block(StatSAD(harmonic_gate=gate), x, rate=RATE, sizes=800)
+    r_c = run_block(StatSAD(backend="c", harmonic_gate=gate), x, rate=RATE, sizes=800)
     np.testing.assert_allclose(r_c.samples, r_nb.samples, rtol=0, atol=1e-6)
     assert [e.span for e in r_c.events_of("vad.segment")] == [e.span for e in r_nb.events_of("vad.segment")]
     assert [(t.offset, t.value.start) for t in r_c.tags] == [(t.offset, t.value.start) for t in r_nb.tags]
+
+
+@pytest.mark.parametrize("name", sorted(SIGNALS))
+def test_harmonic_gate_is_shared_by_both_backends(name):
+    """The gate is one numba stage on the shared front end's periodograms: identical on both backends."""
+    lib()
+    f_nb = harmonic_features(SIGNALS[name])
+    f_c = harmonic_features(SIGNALS[name], backend="c")
+    assert f_nb.shape[1] == 4 and f_nb.shape[0] > 0
+    np.testing.assert_array_equal(f_c, f_nb)
 
 
 def test_unknown_backend():

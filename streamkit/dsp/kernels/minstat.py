@@ -476,13 +476,9 @@ def rfft_tables(n_fft: int, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @nb.njit(**_JIT)
-def rfft_power(v: np.ndarray, off: int, win: np.ndarray, rev: np.ndarray, tw: np.ndarray, norm: float, zr: np.ndarray, zi: np.ndarray,
-               out: np.ndarray) -> None:  # fmt: skip
-    """``out[k] = |X[k]|^2 * norm``, k < len(out), X the ``2 * len(rev)``-point DFT of ``v[off:off+W] * win`` zero-padded.
-
-    Radix-2 FFT of the half length on the packed sequence z[m] = u[2m] + i u[2m+1] (u the windowed,
-    zero-padded frame), then the usual split into the real DFT. ``zr``, ``zi`` (n_fft/2,) scratch.
-    """
+def half_fft(v: np.ndarray, off: int, win: np.ndarray, rev: np.ndarray, tw: np.ndarray, zr: np.ndarray, zi: np.ndarray) -> None:
+    """The half-length complex FFT of :func:`rfft_power` into ``zr``/``zi`` (n_fft/2,): the windowed,
+    zero-padded frame ``v[off:off+W] * win`` (W = len(win), even) packed as z[m] = u[2m] + i u[2m+1]."""
     h = rev.shape[0]
     W = win.shape[0]
     for t in range(h):
@@ -517,18 +513,36 @@ def rfft_power(v: np.ndarray, off: int, win: np.ndarray, rev: np.ndarray, tw: np
                 zr[a] += xr
                 zi[a] += xi
         half = size
+
+
+@nb.njit(**_JIT)
+def rfft_power(v: np.ndarray, off: int, win: np.ndarray, rev: np.ndarray, tw: np.ndarray, norm: float, zr: np.ndarray, zi: np.ndarray,
+               out: np.ndarray) -> None:  # fmt: skip
+    """``out[k] = |X[k]|^2 * norm``, k < len(out), X the ``2 * len(rev)``-point DFT of ``v[off:off+W] * win`` zero-padded.
+
+    Radix-2 FFT of the half length on the packed sequence z[m] = u[2m] + i u[2m+1] (u the windowed,
+    zero-padded frame; :func:`half_fft`), then the usual split into the real DFT. ``zr``, ``zi``
+    (n_fft/2,) scratch.
+    """
+    half_fft(v, off, win, rev, tw, zr, zi)
     for k in range(out.shape[0]):
-        a = k % h
-        b = (h - k) % h
-        er = 0.5 * (zr[a] + zr[b])
-        ei = 0.5 * (zi[a] - zi[b])
-        orr = 0.5 * (zi[a] + zi[b])
-        oi = -0.5 * (zr[a] - zr[b])
-        cr = tw[2, k]
-        ci = tw[3, k]
-        xr = er + cr * orr - ci * oi
-        xi = ei + cr * oi + ci * orr
+        xr, xi = real_dft_bin(zr, zi, tw, k)
         out[k] = (xr * xr + xi * xi) * norm
+
+
+@nb.njit(**_JIT)
+def real_dft_bin(zr: np.ndarray, zi: np.ndarray, tw: np.ndarray, k: int) -> tuple[float, float]:
+    """Bin ``k`` (re, im) of the real DFT from the packed half-length FFT ``zr``/``zi`` of :func:`half_fft`."""
+    h = zr.shape[0]
+    a = k % h
+    b = (h - k) % h
+    er = 0.5 * (zr[a] + zr[b])
+    ei = 0.5 * (zi[a] - zi[b])
+    orr = 0.5 * (zi[a] + zi[b])
+    oi = -0.5 * (zr[a] - zr[b])
+    cr = tw[2, k]
+    ci = tw[3, k]
+    return er + cr * orr - ci * oi, ei + cr * oi + ci * orr
 
 
 #: front-end state ``fe`` (int64): samples carried in ``sbuf`` (the start of the next frame on)
