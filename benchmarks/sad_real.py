@@ -50,10 +50,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 from streamkit.eval import sad_systems as ss  # noqa: E402
-from streamkit.eval.bench import machine_info  # noqa: E402
+from streamkit.eval.bench import machine_info, write_result  # noqa: E402
 from streamkit.eval.rttm import read_rttm_masks  # noqa: E402
 from streamkit.eval.sad import DEFAULT_THRESHOLDS, Counts, RocCurve, frames_to_samples, sweep  # noqa: E402
-from streamkit.io.outputs import write_text  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 DEFAULT_SYSTEMS = "stat,dnn,silero,webrtcvad0,webrtcvad3,energy"
@@ -101,11 +100,11 @@ def pick_systems(names: str, dnn: list[str], stat: list[str]) -> list[ss.SadSyst
 
 
 # --------------------------------------------------------------------------- sets
-def mic_set(real: Path) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """The eval scenes at 8 kHz with their reference masks."""
+def mic_set(real: Path, limit: int | None = None) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """The eval scenes at 8 kHz with their reference masks (the first ``limit`` ones)."""
     d = real / "eval" / "scenes"
     items = []
-    for wav in sorted((d / "audio").glob("*.wav")):
+    for wav in sorted((d / "audio").glob("*.wav"))[:limit]:
         x = ss.load_audio(wav).x
         ref = read_rttm_masks(d / "rttm" / f"{wav.stem}.rttm", ss.RATE, {wav.stem: len(x)})[wav.stem]
         items.append((wav.stem, x, ref))
@@ -193,6 +192,7 @@ def main() -> None:
     ap.add_argument("--stat", action="append", default=[], metavar="NAME=k=v,...", help="a statistical SAD with other parameters as system NAME")
     ap.add_argument("--seconds", type=float, default=60.0, help="seconds per synthetic HF distractor kind (default 60)")
     ap.add_argument("--seed", type=int, default=7, help="seed of the HF channel draws and distractors (default 7; the training corpora use 0-3)")
+    ap.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N eval scenes (a quick check; the published figures use all)")
     ap.add_argument("--out", type=Path, default=RESULTS / "sad_real.json")
     a = ap.parse_args()
 
@@ -201,7 +201,7 @@ def main() -> None:
     for s in systems:  # untimed warm-up: numba JIT, imports
         s.score_file(warm)
     t0 = time.monotonic()
-    mic = mic_set(a.real)
+    mic = mic_set(a.real, a.limit)
     sets = {"mic": mic, "hf": hf_set(mic, a.seed)}
     rows: dict[str, dict[str, Any]] = {s.name: {"threshold": s.threshold, "description": s.description} for s in systems}
     for set_name, items in sets.items():
@@ -251,8 +251,21 @@ def main() -> None:
         "machine": machine_info(),
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
-    write_text(a.out, json.dumps(result, indent=1, default=float) + "\n")
-    print(f"\nwrote {a.out} ({wall:.0f} s)")
+    print(f"\n{wall:.0f} s")
+    write_result(a.out, _json_safe(result))
+
+
+def _json_safe(v: Any) -> Any:
+    """NaN (an undefined ratio) as null; numpy scalars as Python numbers."""
+    if isinstance(v, dict):
+        return {k: _json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_safe(x) for x in v]
+    if isinstance(v, (float, np.floating)):
+        return None if np.isnan(v) else float(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    return v
 
 
 def _manifest_summary(real: Path) -> Any:
