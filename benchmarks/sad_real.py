@@ -192,7 +192,9 @@ def main() -> None:
     ap.add_argument("--stat", action="append", default=[], metavar="NAME=k=v,...", help="a statistical SAD with other parameters as system NAME")
     ap.add_argument("--seconds", type=float, default=60.0, help="seconds per synthetic HF distractor kind (default 60)")
     ap.add_argument("--seed", type=int, default=7, help="seed of the HF channel draws and distractors (default 7; the training corpora use 0-3)")
-    ap.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N eval scenes (a quick check; the published figures use all)")
+    ap.add_argument(
+        "--limit", type=int, default=None, metavar="N", help="only the first N eval scenes (a quick check; the published figures use all)"
+    )
     ap.add_argument("--out", type=Path, default=RESULTS / "sad_real.json")
     a = ap.parse_args()
 
