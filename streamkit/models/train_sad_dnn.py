@@ -407,6 +407,7 @@ def finalize_model(ckpt: str | Path, out: str | Path, *, corpus_dir: str | Path,
             "augmentation": "epoch 0: corpus audio; later epochs: each train file re-simulated from clean/ with fresh ChannelParams.random"
             + (f"; real scenes: random gain {GAIN_DB} dB and, with probability {st.get('real_hf_prob')}, the HF channel" if st.get("real") else ""),
             "real_corpus": st.get("real"),
+            "real_corpus_command": _real_manifest(st.get("real")).get("command"),
             "real_packages": _train_packages(st.get("real")),
             "init": st.get("init"),
             "history": st["history"],
@@ -425,14 +426,17 @@ def finalize_model(ckpt: str | Path, out: str | Path, *, corpus_dir: str | Path,
     return card
 
 
+def _real_manifest(real: str | None) -> dict[str, Any]:
+    """The manifest of a ``corpus real`` root ({} when there is none)."""
+    m = Path(real) / "manifest.json" if real else None
+    return json.loads(m.read_text(encoding="utf-8")) if m is not None and m.is_file() else {}
+
+
 def _train_packages(real: str | None) -> list[dict[str, Any]] | None:
     """The training packages (name, version, licence) of a ``corpus real`` root, from its manifest."""
-    if not real:
+    pk = _real_manifest(real).get("packages")
+    if not real or pk is None:
         return None
-    m = Path(real) / "manifest.json"
-    if not m.is_file():
-        return None
-    pk = json.loads(m.read_text(encoding="utf-8")).get("packages", [])
     return [{k: p.get(k) for k in ("package", "version", "licence")} for p in pk if p.get("role") == "train"]
 
 
