@@ -69,7 +69,8 @@ def load_init(path: str | Path, cfg: SedConfig) -> dict[str, torch.Tensor]:
     except (ModelError, OSError) as e:
         raise ValueError(f"--init {path}: {e}") from None
     mine, theirs = cfg.to_dict(), model.cfg.to_dict()
-    diff = {k: (mine.get(k), theirs.get(k)) for k in sorted(set(mine) | set(theirs)) if mine.get(k) != theirs.get(k) and k not in ("dropout", "grl_scale")}
+    keys = sorted((set(mine) | set(theirs)) - {"dropout", "grl_scale"})  # (not part of the weights)
+    diff = {k: (mine.get(k), theirs.get(k)) for k in keys if mine.get(k) != theirs.get(k)}
     if diff:
         raise ValueError(f"--init {path}: another model config (this run, the file): {diff}")
     return model.state_dict()
