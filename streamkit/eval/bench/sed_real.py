@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     args = " ".join(sys.argv[1:] if argv is None else argv)
     args = re.sub(r"--real\s+\S+", "--real DIR", args)
     args = re.sub(r"--out\s+\S+", "--out OUT", args)
-    for name, w in models.items():
+    for w in models.values():
         args = args.replace(w, _name(w))
     result = {
         "benchmark": "sed_real",
