@@ -136,7 +136,9 @@ def _table(models: dict[str, dict[str, Any]]) -> str:
              "| --- | ---: | ---: | --- | ---: | ---: |"]  # fmt: skip
     for name, m in models.items():
         s, c = m["scenes"] or {}, m["clips"] or {}
-        lines.append(f"| {name} | {s.get('event_f1')} | {s.get('segment_f1')} | {s.get('meets_targets_per_class')} | {c.get('detected_pct')} | {m['rtf']:.4f} |")
+        lines.append(
+            f"| {name} | {s.get('event_f1')} | {s.get('segment_f1')} | {s.get('meets_targets_per_class')} | {c.get('detected_pct')} | {m['rtf']:.4f} |"
+        )
     classes = sorted({c for m in models.values() for c in ((m["scenes"] or {}).get("per_class") or {}) | ((m["clips"] or {}).get("per_class") or {})})
     lines += ["", "| class | " + " | ".join(f"{n}: event / segment F1 %, clips detected (others firing)" for n in models) + " |",
               "| --- | " + " | ".join("---" for _ in models) + " |"]  # fmt: skip
