@@ -3,8 +3,9 @@
 ``DIR`` is the root written by ``streamkit corpus real --out DIR``; its isolated event clips are
 ``DIR/<split>/events/clips/<Class>/<id>.wav`` (16 kHz mono, one DCASE class per folder). Only the
 ``train`` and ``dev`` splits are read: ``eval`` holds the evaluation-only packages and is never
-opened (:meth:`RealClips.load` refuses a root without train/dev clips and any clip path that
-resolves under ``DIR/eval``).
+opened (:meth:`RealClips.load` refuses a root without train/dev clips, any clip path that
+resolves under ``DIR/eval``, and any clip whose name ``<package>__<stem>`` names an
+evaluation-only package: :data:`EVAL_ONLY` or a package of role ``eval`` in the root's manifest).
 
 Which clips feed which corpus subset (:data:`SPLIT_OF`): the training subsets (synthetic, weak,
 unlabelled) draw from ``train`` clips, validation and the corpus's own eval from ``dev`` clips, so
@@ -44,6 +45,20 @@ READ_SPLITS = ("train", "dev")
 SPLIT_OF = {"synthetic": "train", "weak": "train", "unlabelled": "train", "validation": "dev", "eval": "dev"}
 DEFAULT_FRACTION = 0.5
 AUDIO_EXT = (".wav", ".flac", ".ogg")
+#: the evaluation-only packages (issue #52): a clip named ``<package>__<stem>`` of one of these is refused wherever it lies
+EVAL_ONLY = ("pocketsphinx-testdata", "asterisk-core-sounds-", "asterisk-moh-opsound-", "codec2-examples", "minetest-data", "scratch",
+             "sonic-pi-samples", "sound-theme-freedesktop", "tuxpaint-stamps-default")  # fmt: skip
+
+
+def _eval_package(clip_name: str, eval_packages: frozenset[str]) -> str | None:
+    pkg = clip_name.split("__", 1)[0] if "__" in clip_name else None
+    if pkg is None:
+        return None
+    if pkg in eval_packages or any(pkg == e or e.endswith("-") and pkg.startswith(e) for e in EVAL_ONLY):
+        return pkg
+    return None
+
+
 _FLOOR_DB, _OVER_FLOOR_DB, _CAP_DB = -45.0, 6.0, -20.0
 
 
@@ -103,6 +118,15 @@ class RealClips:
         forbidden = (base / "eval").resolve()
         if base == forbidden or base.is_relative_to(forbidden) or base.name == "eval":
             raise ValueError(f"--real-clips {root}: give the root of a `corpus real` tree, not its eval split")
+        source = None
+        mpath = base / "manifest.json"
+        if mpath.is_file():
+            try:
+                source = json.loads(mpath.read_text(encoding="utf-8"))
+            except ValueError as e:
+                raise ValueError(f"--real-clips: {mpath.name}: unreadable: {e}") from None
+        pk = source.get("packages") if isinstance(source, dict) else None
+        eval_pkgs = frozenset(p.get("package") for p in pk or [] if isinstance(p, dict) and p.get("role") == "eval")
         clips: dict[str, dict[str, list[str]]] = {}
         for split in READ_SPLITS:
             assert split != "eval"  # the evaluation-only packages never become training or tuning material
@@ -116,18 +140,13 @@ class RealClips:
                     for p in files:
                         if p.resolve().is_relative_to(forbidden):
                             raise ValueError(f"--real-clips: {p.relative_to(base)} resolves into the eval split; refused")
+                        if (bad := _eval_package(p.name, eval_pkgs)) is not None:
+                            raise ValueError(f"--real-clips: {p.relative_to(base)} is from the evaluation-only package {bad}; refused")
                     if files:
                         by[cdir.name] = [p.relative_to(base).as_posix() for p in files]
             clips[split] = by
         if not any(clips.values()):
             raise ValueError(f"--real-clips {root}: no clips under train/events/clips or dev/events/clips")
-        source = None
-        mpath = base / "manifest.json"
-        if mpath.is_file():
-            try:
-                source = json.loads(mpath.read_text(encoding="utf-8"))
-            except ValueError as e:
-                raise ValueError(f"--real-clips: {mpath.name}: unreadable: {e}") from None
         return cls(base, clips, fraction, source)
 
     def pick(self, subset: str, cls: str, rng: np.random.Generator) -> str | None:
@@ -176,8 +195,13 @@ class RealClips:
             "split_of_subset": dict(SPLIT_OF),
             "clips": {s: {c: len(v) for c, v in by.items()} for s, by in self.clips.items()},
         }
+        used = {rel.rsplit("/", 1)[-1].split("__", 1)[0] for by in self.clips.values() for v in by.values() for rel in v}
+        pk = self.source.get("packages") if isinstance(self.source, dict) else None
+        if isinstance(pk, list):  # the packages the clips come from, with version, digest and licence
+            keys = ("package", "version", "sha256", "licence", "role")
+            rec["packages"] = [{k: p.get(k) for k in keys} for p in pk if isinstance(p, dict) and p.get("package") in used]
         if isinstance(self.source, dict):
-            rec["source"] = {k: self.source[k] for k in ("format", "packages") if k in self.source}
+            rec["source_format"] = self.source.get("format")
         return rec
 
 

@@ -47,7 +47,12 @@ def fake_real_tree(root: str | Path, *, classes: dict[str, tuple[str, ...]] | No
             d = root / split / "events" / "clips" / cls
             d.mkdir(parents=True, exist_ok=True)
             for i in range(2):
-                sf.write(str(d / f"{split}_{cls}_{i}.wav"), burst(cls, 3.0, (0.5 + 0.3 * i, 2.0 + 0.2 * i), seed=7 * ci + i), RATE, subtype="PCM_16")
+                sf.write(
+                    str(d / f"fake-sounds__{split}_{cls}_{i}.wav"),
+                    burst(cls, 3.0, (0.5 + 0.3 * i, 2.0 + 0.2 * i), seed=7 * ci + i),
+                    RATE,
+                    subtype="PCM_16",
+                )
     ev = root / "eval" / "events"
     (ev / "audio").mkdir(parents=True, exist_ok=True)
     lines = ["filename\tonset\toffset\tevent_label"]
@@ -59,6 +64,12 @@ def fake_real_tree(root: str | Path, *, classes: dict[str, tuple[str, ...]] | No
     if eval_bytes is not None:
         for p in (root / "eval").rglob("*.wav"):
             p.write_bytes(eval_bytes)
-    manifest = {"format": "fake-real/1", "packages": [{"name": "fake-sounds", "version": "1", "licence": "CC0", "role": "train"}]}
+    manifest = {
+        "format": "fake-real/1",
+        "packages": [
+            {"package": "fake-sounds", "version": "1", "sha256": "0" * 64, "licence": "CC0", "role": "train"},
+            {"package": "fake-eval", "version": "1", "sha256": "1" * 64, "licence": "CC0", "role": "eval"},
+        ],
+    }
     (root / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     return root

@@ -88,7 +88,7 @@ def test_real_clips_are_used_recorded_and_eval_never_read(tmp_path: Path, monkey
     assert real_events["synthetic"] and real_events["validation"]
     rc = man["real_clips"]
     assert rc["fraction"] == 1.0 and rc["clips"]["train"] == {"Cat": 2, "Dog": 2, "Speech": 2} and rc["clips"]["dev"] == {"Dog": 2}
-    assert rc["source"]["packages"][0]["name"] == "fake-sounds" and "eval" not in rc["splits_read"]
+    assert [p["package"] for p in rc["packages"]] == ["fake-sounds"] and "eval" not in rc["splits_read"]
     assert man["subsets"]["synthetic"]["real_events"] == len(real_events["synthetic"])
     assert "--real-clips" in man["command"]
     # a real event is labelled by its energy envelope: the burst, not the clip's noise floor
@@ -125,6 +125,14 @@ def test_eval_split_and_bad_trees_are_refused(tmp_path: Path) -> None:
     (root / "train" / "events" / "clips" / "Dog" / "sneaky.wav").symlink_to(next((root / "eval").rglob("*.wav")))
     with pytest.raises(ValueError, match="resolves into the eval split"):
         RealClips.load(root)
+    (root / "train" / "events" / "clips" / "Dog" / "sneaky.wav").unlink()
+    for name, pkg in (("scratch__Dog1.wav", "scratch"), ("asterisk-core-sounds-en-wav__x.wav", "asterisk-core-sounds-en-wav"),
+                      ("fake-eval__x.wav", "fake-eval")):  # fmt: skip
+        clip = root / "dev" / "events" / "clips" / "Dog" / name
+        clip.write_bytes(b"")
+        with pytest.raises(ValueError, match=f"evaluation-only package {pkg}"):
+            RealClips.load(root)
+        clip.unlink()
     with pytest.raises(ValueError, match="is not in train or dev"):
         RealClips(root, {}, 1.0, None).render("eval/events/clips/Dog/x.wav", 1.0, np.random.default_rng(0), 16000)
 
