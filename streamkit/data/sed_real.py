@@ -45,7 +45,7 @@ READ_SPLITS = ("train", "dev")
 SPLIT_OF = {"synthetic": "train", "weak": "train", "unlabelled": "train", "validation": "dev", "eval": "dev"}
 DEFAULT_FRACTION = 0.5
 AUDIO_EXT = (".wav", ".flac", ".ogg")
-#: the evaluation-only packages (issue #52): a clip named ``<package>__<stem>`` of one of these is refused wherever it lies
+#: the evaluation-only packages (never training or tuning material): a clip named ``<package>__<stem>`` of one of these is refused wherever it lies
 EVAL_ONLY = ("pocketsphinx-testdata", "asterisk-core-sounds-", "asterisk-moh-opsound-", "codec2-examples", "minetest-data", "scratch",
              "sonic-pi-samples", "sound-theme-freedesktop", "tuxpaint-stamps-default")  # fmt: skip
 

@@ -14,7 +14,7 @@ nothing here trains or tunes on them). Two views, both through the offline engin
 
 Every model of ``--model NAME=WEIGHTS`` (repeatable) runs on the same files; the shipped weights run
 first as the baseline peer (``shipped``) unless ``--no-shipped``. RT factor: engine seconds over audio
-seconds, one torch thread by default. Targets (issue #52): event F1 >= 40 % and segment F1 >= 70 %
+seconds, one torch thread by default. Targets: event F1 >= 40 % and segment F1 >= 70 %
 per class; the result records for each model whether every class present meets them.
 
     python benchmarks/sed_real.py --real DIR [--model finetuned=sed_real.pt] [--clip-gate G] [--threads 1] [--out PATH]
