@@ -51,6 +51,16 @@ def test_sad_and_eval_help_and_errors(tmp_path):
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "nope.wav" in r.stderr
 
 
+def test_sed_help_lists_the_known_classes(capsys):
+    with pytest.raises(SystemExit) as ei:
+        main(["sed", "--help"])
+    out = " ".join(capsys.readouterr().out.split())  # (argparse wraps the epilog)
+    assert ei.value.code == 0 and "Known classes" in out
+    for cls in ("Alarm_bell_ringing", "Blender", "Cat", "Dishes", "Dog", "Electric_shaver_toothbrush", "Frying", "Running_water",
+                "Speech", "Vacuum_cleaner"):  # fmt: skip
+        assert cls in out
+
+
 def test_corpus_hf_help():
     r = run_cli("corpus", "hf", "--help")
     assert r.returncode == 0 and "--hours" in r.stdout and "--seed" in r.stdout

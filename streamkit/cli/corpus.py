@@ -173,6 +173,11 @@ def add_sed_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
         help="standard (default): real = synthetic sources through rooms, backgrounds and microphones; "
         "wide: also shifted sources and unlabelled non-target sounds in the real clips",
     )
+    parser.add_argument("--real-clips", default=None, metavar="DIR",
+                        help="a `streamkit corpus real` root: its train/ clips (training subsets) and dev/ clips (validation, eval) "
+                        "replace a fraction of the events of their classes, labelled by their energy envelope; its eval/ split is never read")  # fmt: skip
+    parser.add_argument("--real-fraction", type=float, default=0.5, metavar="P",
+                        help="with --real-clips: probability that an event of a class with real clips is a real one (default 0.5)")  # fmt: skip
     return parser
 
 
@@ -190,7 +195,8 @@ def run_sed(ns: argparse.Namespace) -> int:
         return 2
     counts = {sub: getattr(ns, f"clips_{sub}") for sub in SUBSETS}
     try:
-        man = generate(ns.out, counts, ns.seed, rate=ns.rate, jobs=ns.jobs, progress=progress, gap=ns.domain_gap)
+        man = generate(ns.out, counts, ns.seed, rate=ns.rate, jobs=ns.jobs, progress=progress, gap=ns.domain_gap,
+                       real_clips=ns.real_clips, real_fraction=ns.real_fraction)
     except (ValueError, EspeakMissingError, OSError) as e:
         print(f"error: {e}".replace("\n", " "), file=sys.stderr)
         return 2

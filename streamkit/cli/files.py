@@ -368,8 +368,12 @@ def run_transcribe(ns: argparse.Namespace) -> int:
 
 # --------------------------------------------------------------------------- streamkit sed
 def add_sed_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Options of ``streamkit sed``."""
+    """Options of ``streamkit sed``; the help ends with the known classes."""
+    from streamkit.data.sed_sources import CLASSES
     from streamkit.models.sed_settings import DEFAULT_HOP_S, DEFAULT_WINDOW_S, POSTS
+
+    parser.epilog = (f"Known classes (the shipped weights; the 10 of DCASE 2019 task 4): {', '.join(CLASSES)}. "
+                     "Another --weights file detects the classes in its config.")  # fmt: skip
 
     parser.add_argument("paths", nargs="+", metavar="PATH", help=f"audio files ({'/'.join(SED_AUDIO_EXT)}) or directories (searched recursively)")
     parser.add_argument("--out", default="-", metavar="FILE.tsv", help="DCASE strong-label TSV to write (default: standard output)")

@@ -75,6 +75,8 @@ from typing import Any
 import numpy as np
 from scipy import signal
 
+from streamkit.data import sed_real
+from streamkit.data.sed_real import RealClips
 from streamkit.data.sed_sources import CLASSES, DISTRACTORS, draw_duration, render_distractor, render_event, shift_source
 from streamkit.io.outputs import write_audio, write_text
 
@@ -260,13 +262,14 @@ def _place_at_random(rng: np.random.Generator, y: np.ndarray, snr_db: float, n: 
     return full, {"onset": round(onset_ms / 1000, 3), "offset": round((at + y.size) / rate, 3)}
 
 
-def make_clip(seed: int, subset: str, index: int, rate: int = 16000, gap: str = "standard") -> dict[str, Any]:
+def make_clip(seed: int, subset: str, index: int, rate: int = 16000, gap: str = "standard", real: RealClips | None = None) -> dict[str, Any]:
     """Everything about one clip: ``audio`` (int16, what the WAV holds), ``events`` (class, onset,
     offset, seeds and levels), ``background``/``room``/``mic``/``level`` parameters, and the
     components before the final gain: ``dry`` (one full-length array per event, the event as
     placed, before any room) and ``bg`` (the background). With ``gap="wide"`` a real clip also has
     ``distractors`` (non-target sounds: kind, seed, onset, offset, SNR) and ``distractor_dry``, and
-    its events a ``shift`` ratio. Depends only on the arguments."""
+    its events a ``shift`` ratio. With ``real`` (:mod:`streamkit.data.sed_real`) some events come from
+    recorded clips (their ``params`` name the clip). Depends only on the arguments."""
     if gap not in DOMAIN_GAPS:
         raise ValueError(f"domain gap must be one of {', '.join(DOMAIN_GAPS)}, got {gap!r}")
     domain = SUBSETS[subset][0]
@@ -274,6 +277,7 @@ def make_clip(seed: int, subset: str, index: int, rate: int = 16000, gap: str = 
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), si, int(index)]))
     wide = gap == "wide" and domain == "real"
     xr = np.random.default_rng(np.random.SeedSequence([int(seed), si, int(index), 1])) if wide else None
+    rr = np.random.default_rng(np.random.SeedSequence([int(seed), si, int(index), 2]))  # real clips' own draws
     n = int(round(CLIP_S * rate))
     k = int(rng.choice(len(N_EVENTS_P), p=N_EVENTS_P)) + 1
     classes = [CLASSES[i] for i in rng.choice(len(CLASSES), size=k, replace=False)]
@@ -283,7 +287,7 @@ def make_clip(seed: int, subset: str, index: int, rate: int = 16000, gap: str = 
         ev_seed = int(rng.integers(2**31))
         dur = round(draw_duration(rng, cls), 3)
         snr = round(float(rng.uniform(*SNR_DB[domain])), 2)  # recorded as used: events regenerate exactly
-        y, info = render_event(cls, ev_seed, dur, rate)
+        y, info = render_event(cls, ev_seed, dur, rate) if real is None else real.event(subset, cls, ev_seed, dur, rr, rate)
         shift = None
         if xr is not None:
             shift = round(math.exp(xr.uniform(math.log(SHIFT_RANGE[0]), math.log(SHIFT_RANGE[1]))), 4)
@@ -361,7 +365,8 @@ def make_clip(seed: int, subset: str, index: int, rate: int = 16000, gap: str = 
 
 
 def _make_clip(task: dict[str, Any]) -> dict[str, Any]:
-    c = make_clip(task["seed"], task["subset"], task["index"], task["rate"], task["gap"])
+    real = sed_real.cached(task["real"], task["real_fraction"]) if task.get("real") else None
+    c = make_clip(task["seed"], task["subset"], task["index"], task["rate"], task["gap"], real)
     write_audio(Path(task["out"]) / task["subset"] / "audio" / f"{task['id']}.wav", c["audio"], task["rate"], subtype="PCM_16", durable=False)
     keys = ("events", "domain", "background", "room", "mic", "level") + (("distractors",) if "distractors" in c else ())
     return {"id": task["id"], **{k: c[k] for k in keys}}
@@ -395,15 +400,19 @@ def generate(
     jobs: int = 1,
     progress: Any = None,
     gap: str = "standard",
+    real_clips: str | os.PathLike[str] | None = None,
+    real_fraction: float = sed_real.DEFAULT_FRACTION,
 ) -> dict[str, Any]:
     """Write the corpus under ``out_dir``; returns (and writes) the manifest.
 
     ``counts`` maps subset -> clips (missing subsets: :data:`DEFAULT_COUNTS`; 0 skips a subset).
-    ``progress(done, total, wall_seconds)`` is called after every clip.
+    ``progress(done, total, wall_seconds)`` is called after every clip. ``real_clips``: a ``streamkit
+    corpus real`` root whose train/dev clips replace ``real_fraction`` of the events of their classes
+    (:mod:`streamkit.data.sed_real`; its eval split is never read).
 
     Raises:
-        ValueError: a negative count, an unknown subset, no clips at all, a rate below 8 kHz, or an
-            unknown domain gap.
+        ValueError: a negative count, an unknown subset, no clips at all, a rate below 8 kHz, an
+            unknown domain gap, or unusable ``real_clips``.
         EspeakMissingError: espeak-ng is not installed (``apt-get install espeak-ng``).
     """
     from streamkit.data.tts import espeak_version, require_espeak
@@ -423,6 +432,7 @@ def generate(
     if int(rate) != rate or rate < 8000 or rate % 100:
         raise ValueError(f"rate must be an integer multiple of 100 Hz, >= 8000, got {rate}")
     require_espeak()
+    real = None if real_clips is None else sed_real.RealClips.load(real_clips, real_fraction)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} exists and is not a directory")
@@ -432,7 +442,8 @@ def generate(
             continue
         (out / sub / "audio").mkdir(parents=True, exist_ok=True)
         for i in range(n):
-            tasks.append({"seed": int(seed), "subset": sub, "index": i, "id": f"{sub}_{i:05d}", "rate": int(rate), "out": str(out), "gap": gap})
+            task = {"seed": int(seed), "subset": sub, "index": i, "id": f"{sub}_{i:05d}", "rate": int(rate), "out": str(out), "gap": gap}
+            tasks.append(task if real is None else {**task, "real": str(real.root), "real_fraction": real.fraction})
     t0 = time.perf_counter()
     results: list[dict[str, Any]] = []
     if jobs > 1:
@@ -462,10 +473,14 @@ def generate(
             for e in c["events"]:
                 ev[e["event_label"]] += 1
         subsets[sub] = {"domain": domain, "labels": kind, "clips": len(clips), "events": sum(ev.values()), "events_per_class": ev}
+        if real is not None:
+            subsets[sub]["real_events"] = sum("real_clip" in e["params"] for c in clips for e in c["events"])
     argv = " ".join(f"--clips-{k} {v}" for k, v in cnt.items())
     manifest = {
         "format": FORMAT,
-        "command": f"streamkit corpus sed --out {out} {argv} --seed {seed} --rate {rate}" + ("" if gap == "standard" else f" --domain-gap {gap}"),
+        "command": f"streamkit corpus sed --out {out} {argv} --seed {seed} --rate {rate}"
+        + ("" if gap == "standard" else f" --domain-gap {gap}")
+        + ("" if real is None else f" --real-clips {real_clips} --real-fraction {real.fraction:g}"),
         "seed": int(seed),
         "rate": int(rate),
         "clip_s": CLIP_S,
@@ -476,6 +491,8 @@ def generate(
         "subsets": subsets,
         "wall_s": round(wall, 2),
     }
+    if real is not None:
+        manifest["real_clips"] = real.record()
     write_text(out / "manifest.json", json.dumps(manifest, indent=1))
     return manifest
 

@@ -61,6 +61,9 @@ pseudo-label stage adds; compare it with a baseline given the same total steps
   clip holds (W: its tags; U: its clip pseudo-label), every frame of a class the clip lacks is
   negative, and the other frames stay unlabelled, so no frame inside a held class is taught "off".
 * ``adv-*+tri``: tri-training with D trained in both stages.
+* ``--init WEIGHTS.pt`` (fine-tuning, any method): the run starts from a model file's weights (every
+  head and its input normalisation, :func:`streamkit.train.sed_labels.load_init`) instead of random
+  ones; the file's SHA-256 is part of the checkpoint fingerprint and the card.
 * ``--teacher MODEL.pt`` (not in the paper; self-training, a second round of tri-training when the
   teacher is an adv-*+tri model): a finished model's final classifier Ft labels the clean W and U
   once (:func:`teacher_label_all`, the rule and level of the options above, W gated by its tags) and
@@ -130,7 +133,7 @@ from streamkit.models.sed_crnn import SedConfig, SedModel, n_params
 from streamkit.models.sed_losses import heads_for, parse_method, sed_loss, stages
 from streamkit.train.sed_card import finalize, weights_path
 from streamkit.train.sed_corpus import CorpusError, SedCorpus
-from streamkit.train.sed_labels import load_teacher, make_labels, positive_frames, teacher_label_all
+from streamkit.train.sed_labels import load_init, load_teacher, make_labels, positive_frames, teacher_label_all
 from streamkit.train.sed_options import PRESETS, TrainOptions, add_arguments, config_from_args, file_sha256, options_from_args
 from streamkit.train.sed_score import predict_frames, predict_frames_and_clips, score_probs
 from streamkit.train.sed_steps import CKPT_FORMAT, TrainData, assemble_batch, ema_update, grl_factor, labelers_ckpt_path, restore, save_atomic
@@ -175,6 +178,8 @@ class _Run:
         torch.manual_seed(opts.seed)
         self.model = SedModel(cfg)
         self.model.F.set_normalisation(*map(torch.from_numpy, data.norm_stats()))
+        if opts.init is not None:  # fine-tuning: the file's weights and normalisation replace the fresh ones
+            self.model.load_state_dict(load_init(opts.init, cfg))
         self.optim = torch.optim.Adam(self.model.parameters(), lr=opts.lr, betas=(0.9, 0.999), eps=1e-8)
         self.st: dict[str, Any] = {"step": 0, "elapsed_s": 0.0, "history": [], "best_f1": -1.0, "best_step": None, "best_epoch": None,
                                    "best_state": None, "validated_epochs": 0, "runs": 0, "pseudo": None, "pseudo_stats": None}  # fmt: skip

@@ -125,6 +125,7 @@ def _write_model(ck: dict[str, Any], out: Path, corpus: SedCorpus, *, opts: Trai
             "detach_labelers": bool(opts.detach_labelers) if tri else None,
             "pseudo_level": opts.pseudo_level if tri or teacher else None,
             "teacher": teacher,
+            "init": None if opts.init is None else {"file": Path(opts.init).name, "sha256": ck["fingerprint"]["init"]},
             "pseudo_history": st.get("pseudo_history"),
             "pseudo_from": opts.pseudo_from if tri else None,
             "augment": (

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from streamkit.train.sed_options import TrainOptions
     from streamkit.train.sed_steps import TrainData
 
-__all__ = ["load_teacher", "make_labels", "positive_frames", "pseudo_label_all", "teacher_card", "teacher_label_all"]
+__all__ = ["load_init", "load_teacher", "make_labels", "positive_frames", "pseudo_label_all", "teacher_card", "teacher_label_all"]
 
 
 def pseudo_label_all(
@@ -58,6 +58,22 @@ def load_teacher(path: str | Path, cfg: SedConfig) -> tuple[SedModel, dict[str, 
         raise ValueError(f"--teacher {path}: another front end or frame rate (this run, teacher): {diff}")
     model.eval()
     return model, meta
+
+
+def load_init(path: str | Path, cfg: SedConfig) -> dict[str, torch.Tensor]:
+    """``--init``: the state dict of a model file whose config is this run's (fine-tuning starts from it).
+
+    Raises ``ValueError`` (missing or corrupt file, another config)."""
+    try:
+        model, _meta = load_model(path)
+    except (ModelError, OSError) as e:
+        raise ValueError(f"--init {path}: {e}") from None
+    mine, theirs = cfg.to_dict(), model.cfg.to_dict()
+    keys = sorted((set(mine) | set(theirs)) - {"dropout", "grl_scale"})  # (not part of the weights)
+    diff = {k: (mine.get(k), theirs.get(k)) for k in keys if mine.get(k) != theirs.get(k)}
+    if diff:
+        raise ValueError(f"--init {path}: another model config (this run, the file): {diff}")
+    return model.state_dict()
 
 
 def teacher_label_all(

@@ -65,6 +65,7 @@ class TrainOptions:
     pseudo_from: str = "weights"  #: tri-training: F1/F2 of the "weights" (the paper) or of their moving average "ema" (needs ema)
     augment: MelAugment | None = None  #: perturb every training clip's log-mel from step 0 (see sed_augment; None: off)
     teacher: str | None = None  #: a trained model file whose Ft labels W and U once, used from step 0 (not tri-training methods)
+    init: str | None = None  #: start from this model file's weights (fine-tuning; its normalisation too) instead of random ones
     extend: bool = False  #: resume a checkpoint of fewer --epochs (a finished run trained on; schedules that do not depend on the total)
 
     def pseudo_rule(self) -> dict[str, float]:
@@ -88,6 +89,8 @@ class TrainOptions:
             fp["augment"] = self.augment.to_dict()  # from step 0
         if self.teacher is not None:  # from step 0: the teacher file's digest and the label rule
             fp["teacher"] = {"sha256": file_sha256(self.teacher), "rule": self.pseudo_rule(), "level": self.pseudo_level}
+        if self.init is not None:  # the starting weights
+            fp["init"] = file_sha256(self.init)
         return {**fp, "tri_epochs": self.final_epochs()}
 
     def final_epochs(self) -> int:
@@ -128,6 +131,8 @@ class TrainOptions:
                              "ganin has a schedule that depends on the total (its ramp follows the total steps); train it anew")  # fmt: skip
         if self.teacher is not None and not Path(self.teacher).is_file():
             raise ValueError(f"--teacher {self.teacher}: no such file")
+        if self.init is not None and not Path(self.init).is_file():
+            raise ValueError(f"--init {self.init}: no such file")
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -204,6 +209,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "is an adv-*+tri model): its final classifier Ft labels the weak and unlabelled clips once, by "
         "--pseudo-threshold / --pseudo-negative and --pseudo-level, and this run (a method without tri-training) "
         "learns from those labels from the first step. The teacher's digest enters the checkpoint and the card",
+    )
+    parser.add_argument(
+        "--init",
+        default=None,
+        metavar="WEIGHTS.pt",
+        help="fine-tune: start from this model file's weights (all heads, and its input normalisation) instead of random "
+        "ones, e.g. the shipped streamkit/models/weights/sed_crnn.pt; its config must be this run's (--preset and the "
+        "size options). Its digest enters the checkpoint and the card",
     )
     parser.add_argument(
         "--detach-labelers",
@@ -295,4 +308,4 @@ def options_from_args(a: argparse.Namespace) -> TrainOptions:
                         pseudo_threshold=a.pseudo_threshold, pseudo_negative=a.pseudo_negative, relabel_every=a.relabel_every,
                         detach_labelers=a.detach_labelers, pseudo_level=a.pseudo_level, ema=a.ema, pseudo_from=a.pseudo_from,
                         augment=MelAugment(a.aug_shift, a.aug_filter_db, a.aug_gain_db) if a.augment else None,
-                        teacher=a.teacher, extend=a.extend)  # fmt: skip
+                        teacher=a.teacher, init=a.init, extend=a.extend)  # fmt: skip
