@@ -55,8 +55,8 @@ def test_scene_signal_epoch0_as_recorded_later_augmented_and_aligned(tmp_path: P
 
 
 def test_train_with_real_scenes_from_init(tmp_path: Path) -> None:
-    from streamkit.models.train_sad_dnn import Corpus, save_weights, train
     from streamkit.models.sad_dnn import SadDnn
+    from streamkit.models.train_sad_dnn import Corpus, save_weights, train
 
     _tiny_corpus(tmp_path / "c")
     _tiny_real(tmp_path / "r")
