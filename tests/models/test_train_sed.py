@@ -12,6 +12,7 @@ import torch
 
 from streamkit.models.sed_crnn import SedConfig, frame_span
 from streamkit.models.sed_post import binarize, frame_times, frames_to_events, hysteresis, median_filter, median_frames, runs
+from tests.models.sed_tiny_corpus import tiny_sed_corpus
 
 torch.set_num_threads(1)
 
@@ -79,15 +80,7 @@ def test_frames_to_events_exact_times():
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    from streamkit.data.sed_corpus import generate
-    from streamkit.data.tts import EspeakMissingError
-
-    out = tmp_path_factory.mktemp("sedc")
-    try:
-        generate(out, {"synthetic": 10, "weak": 6, "unlabelled": 6, "validation": 4, "eval": 3}, seed=3)
-    except EspeakMissingError:
-        pytest.skip("espeak-ng not installed")
-    return out
+    return tiny_sed_corpus(tmp_path_factory, {"synthetic": 10, "weak": 6, "unlabelled": 6, "validation": 4, "eval": 3}, 3)
 
 
 def _tiny():

@@ -8,19 +8,12 @@ import pytest
 import torch
 
 from streamkit.models.sed_crnn import SedConfig, load_model
+from tests.models.sed_tiny_corpus import tiny_sed_corpus
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    from streamkit.data.sed_corpus import generate
-    from streamkit.data.tts import EspeakMissingError
-
-    out = tmp_path_factory.mktemp("sedc")
-    try:
-        generate(out, {"synthetic": 8, "weak": 4, "unlabelled": 0, "validation": 3, "eval": 0}, seed=4)
-    except EspeakMissingError:
-        pytest.skip("espeak-ng not installed")
-    return out
+    return tiny_sed_corpus(tmp_path_factory, {"synthetic": 8, "weak": 4, "unlabelled": 0, "validation": 3, "eval": 0}, 4)
 
 
 def _tiny() -> SedConfig:
