@@ -51,7 +51,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 from streamkit.eval import sad_systems as ss  # noqa: E402
-from streamkit.eval.bench import machine_info  # noqa: E402
+from streamkit.eval.bench import machine_info, portable_paths  # noqa: E402
 from streamkit.eval.sad import Counts, RocCurve, best_f1_point, eer_point  # noqa: E402
 from streamkit.eval.sad_files import PAPER_TABLE2, score_split, split_files  # noqa: E402
 from streamkit.io.outputs import atomic_output, write_text  # noqa: E402
@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    write_text(a.out, json.dumps(out, indent=1, default=float))
+    write_text(a.out, json.dumps(portable_paths(out), indent=1, default=float))
     print(f"\nwrote {a.out.relative_to(ROOT) if a.out.is_relative_to(ROOT) else a.out}" + (f" and {png.name}" if png else ""))
     return 0
 

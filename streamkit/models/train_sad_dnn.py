@@ -46,6 +46,7 @@ import soundfile as sf
 import torch
 import torch.nn.functional as F
 
+from streamkit.eval.bench import portable_paths
 from streamkit.io.outputs import atomic_output, write_text
 from streamkit.models.sad_dnn import (
     HOP,
@@ -406,10 +407,10 @@ def finalize_model(ckpt: str | Path, out: str | Path, *, corpus_dir: str | Path,
             "optimiser": "Adam (0.9, 0.999), eps 1e-8, no weight decay",
             "augmentation": "epoch 0: corpus audio; later epochs: each train file re-simulated from clean/ with fresh ChannelParams.random"
             + (f"; real scenes: random gain {GAIN_DB} dB and, with probability {st.get('real_hf_prob')}, the HF channel" if st.get("real") else ""),
-            "real_corpus": st.get("real"),
-            "real_corpus_command": _real_manifest(st.get("real")).get("command"),
+            "real_corpus": portable_paths(st.get("real")),
+            "real_corpus_command": portable_paths(_real_manifest(st.get("real")).get("command")),
             "real_packages": _train_packages(st.get("real")),
-            "init": st.get("init"),
+            "init": portable_paths(st.get("init")),
             "history": st["history"],
         },
         "torch": torch.__version__,

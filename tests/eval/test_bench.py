@@ -37,3 +37,14 @@ def test_benchmark_scripts_import_streamkit_not_each_other():
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     assert alias.name.split(".")[0] not in stems, f"{p.name}:{node.lineno}: imports the script {alias.name}"
+
+
+def test_results_and_cards_carry_no_machine_paths(tmp_path):
+    from streamkit.eval.bench import REPO, portable_paths
+
+    inside = str(REPO / "benchmarks" / "results" / "x.json")
+    got = portable_paths({"command": f"python b.py --real /data/corpora/real_v2 --dnn old=/tmp/w/old.pt --out {inside}", "rows": ["n/a", "1/3 dB/s"]})
+    assert got == {"command": "python b.py --real real_v2 --dnn old=old.pt --out benchmarks/results/x.json", "rows": ["n/a", "1/3 dB/s"]}
+    out = tmp_path / "r.json"
+    write_result(out, {"corpus": "/data/corpora/hf2", "n": 3})
+    assert json.loads(out.read_text()) == {"corpus": "hf2", "n": 3}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from streamkit.io.outputs import write_text
 if TYPE_CHECKING:
     from streamkit.core.graph import Graph
 
-__all__ = ["REPO", "RESULTS", "best_of", "machine_info", "read_fixed", "run_block_stats", "write_result"]
+__all__ = ["REPO", "RESULTS", "best_of", "machine_info", "portable_paths", "read_fixed", "run_block_stats", "write_result"]
 
 #: the source checkout (benchmarks are run from one, with streamkit installed editable)
 REPO = Path(__file__).resolve().parents[3]
@@ -75,9 +76,33 @@ def best_of(fn: Callable[[], Any], repeat: int) -> float:
     return best
 
 
+_ABS_PATH = re.compile(r"(?<![\w.~/])/[^\s=,;:'\"()]+")
+
+
+def portable_paths(value: Any) -> Any:
+    """``value`` with every absolute path in its strings made machine-independent: relative to the
+    repository inside it, the file or directory name outside it (nested dicts and lists too)."""
+    if isinstance(value, dict):
+        return {k: portable_paths(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [portable_paths(v) for v in value]
+    if not isinstance(value, str):
+        return value
+
+    def one(m: re.Match[str]) -> str:
+        p = Path(m.group(0))
+        try:
+            return str(p.resolve().relative_to(REPO))
+        except ValueError:
+            return p.name or m.group(0)
+
+    return _ABS_PATH.sub(one, value)
+
+
 def write_result(path: str | Path, result: dict[str, Any]) -> int:
-    """Write a benchmark's result JSON (parents created), say so on stderr by file name only; returns 0 (the exit code)."""
+    """Write a benchmark's result JSON (parents created; absolute paths in it made portable by
+    :func:`portable_paths`), say so on stderr by file name only; returns 0 (the exit code)."""
     out = Path(path)
-    write_text(out, json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    write_text(out, json.dumps(portable_paths(result), indent=1) + "\n", encoding="utf-8")
     print(f"wrote {out.name}", file=sys.stderr)
     return 0
