@@ -19,8 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import soundfile as sf
-import soxr
 
 RATE = 8000
 SPLITS = ("train", "dev")
@@ -47,12 +45,10 @@ def scene_items(root: str | Path, split: str, limit: int | None = None) -> list[
 
 
 def read_8k(path: Path) -> np.ndarray:
-    """A scene as float32 mono at 8 kHz (soxr, high quality)."""
-    x, sr = sf.read(str(path), dtype="float32", always_2d=True)
-    x = x.mean(axis=1)
-    if sr != RATE:
-        x = soxr.resample(x, sr, RATE, quality="HQ").astype(np.float32)
-    return x
+    """A scene as float32 mono at 8 kHz (:func:`streamkit.eval.sad_systems.load_audio`: soxr HQ, NaN refused)."""
+    from streamkit.eval.sad_systems import load_audio
+
+    return load_audio(path).x
 
 
 def scene_signal(item: dict[str, Any], epoch: int, index: int, seed: int, severity: float, hf_prob: float) -> np.ndarray:
