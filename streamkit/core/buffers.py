@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import replace
 from fractions import Fraction
 from math import floor
 
 import numpy as np
 
+from streamkit.core.tags import Gap
 from streamkit.core.types import Tag
 
 __all__ = ["TagMapper", "WindowBuffer", "round_half_up"]
@@ -43,7 +45,10 @@ class TagMapper:
         self.out_base = out_index
 
     def add(self, tag: Tag) -> None:
-        self.pending.append(Tag(max(self.map(tag.offset), self.out_base), tag.key, tag.value))
+        value = tag.value
+        if isinstance(value, Gap) and value.lost is not None and self.ratio != 1:  # ``lost`` counts items of the port it is on
+            value = replace(value, lost=round_half_up(Fraction(value.lost) * self.ratio))
+        self.pending.append(Tag(max(self.map(tag.offset), self.out_base), tag.key, value))
 
     def take(self, out_start: int, out_stop: int, final: bool = False) -> list[Tag]:
         res: list[Tag] = []

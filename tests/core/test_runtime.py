@@ -675,3 +675,26 @@ def test_multirunner_isolates_a_failing_graph():
     mr.run()
     assert "bad" in mr.failures and "boom" in mr.failures["bad"]
     assert k_ok.samples.shape[0] == 1000
+
+
+def test_gap_lost_is_counted_in_items_of_the_port_it_reaches():
+    """``Gap.lost`` counts items of the port the tag is on: a rate change rescales it (2048 items at
+    12001.188 Hz are 1365 items at 8000 Hz), so that what follows a resampler states the loss in its own items."""
+    m = TagMapper(Fraction(2000000, 3000297), Fraction(0))
+    m.add(Tag(4096, "sk:gap", Gap(lost=2048, cause=GapCause.SEQ_GAP)))
+    m.add(Tag(5000, "sk:gap", Gap(lost=None, cause=GapCause.RECONNECT)))
+    m.add(Tag(6000, "user:x", 7))
+    got = m.take(0, 10_000)
+    assert got[0].value.lost == round_half_up(Fraction(2048) * Fraction(2000000, 3000297)) == 1365
+    assert got[0].value.cause == GapCause.SEQ_GAP and got[1].value.lost is None and got[2].value == 7
+    # end to end: the demo signal's losses through dsp.resample reach the sink in 8 kHz items
+    from streamkit.core.registry import lookup
+
+    g = Graph("gaps")
+    src = g.add(lookup("io.demo_signal")(duration_s=3.0, dropouts=1.0, dropout_items=1200, rate=12000), name="src")
+    rs = g.add(lookup("dsp.resample")(to_hz=8000), name="rs")
+    sink = g.add(CollectSink(), name="sink")
+    g.chain(src, rs, sink)
+    Runner(g, FreeRun()).run()
+    gaps = [t.value for t in sink.tags if t.key == "sk:gap"]
+    assert gaps and all(v.lost == 800 for v in gaps)
