@@ -367,8 +367,15 @@ def run_monitor(
     max_retries: int | None = None,
     detectors: tuple[str, ...] = ("energy",),
     asr_options: Mapping[str, Any] | None = None,
+    live: Any = None,
+    on_live: Any = None,
 ) -> dict[str, Any]:
-    """Monitor ``stations`` (or the built-in emulator) for ``duration`` s of stream time."""
+    """Monitor ``stations`` (or the built-in emulator) for ``duration`` s of stream time.
+
+    ``live``: a :class:`~streamkit.web.attach.LiveView` to show every station in (a waterfall of the
+    8 kHz audio after the level meter, and every event); it is started, once the graphs are built,
+    by ``on_live(live)`` (the CLI prints its URL there) or by ``live.start()``. The caller closes it.
+    """
     emu = None
     specs = list(stations or [])
     if not specs:
@@ -389,7 +396,11 @@ def run_monitor(
             if con is not None:
                 con.expect(g.name)
                 g.subscribe(con)
+            if live is not None:
+                live.attach(g, tap="level", freq_khz=p.get("freq_khz"), mode=p.get("mode"), host=f"{p.get('host')}:{p.get('port')}")
             runners.append(Runner(g, RealTime(), duration=duration, stats_interval_s=1.0))
+        if live is not None:
+            (on_live or (lambda v: v.start()))(live)
         mr = MultiRunner(runners)
         stats = mr.run()
     finally:

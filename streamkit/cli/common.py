@@ -142,6 +142,52 @@ def run_graph(g: Graph, mode: Any, duration: float | None, chunk_ms: float, thre
     return r.run()
 
 
+# --------------------------------------------------------------------------- the live view (--web)
+WEB_HELP = ("serve the live view (spectrogram, timeline, events, audio) at [HOST:]PORT while it runs; default host 127.0.0.1 "
+            "(this machine only); any other host needs the access token the printed URL carries; port 0 picks a free one")  # fmt: skip
+
+
+def add_web_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--web", default=None, metavar="[HOST:]PORT", help=WEB_HELP)
+
+
+def live_view(a: argparse.Namespace) -> Any:
+    """The :class:`~streamkit.web.attach.LiveView` of ``--web`` (not started yet), or ``None``."""
+    if getattr(a, "web", None) is None:
+        return None
+    from streamkit.core.errors import ConfigError
+    from streamkit.web.attach import LiveView
+
+    try:
+        return LiveView(a.web)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+
+
+def start_web(view: Any, out: Any) -> None:
+    """Start a :class:`~streamkit.web.attach.LiveView` and print its URL (a :class:`CliError` when it cannot listen)."""
+    from streamkit.core.errors import ConfigError
+
+    try:
+        url = view.start()
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    say(out, f"live view: {url}")
+
+
+def web_summary(out: Any, view: Any) -> None:
+    """Close the live view; one line on what its viewers got and lost."""
+    r = view.close()
+    if r.get("viewers") or r.get("refused"):
+        lost = (
+            f", {r['dropped_frames']} frame(s) dropped and {r['missed_rows']} row(s) missed by slow viewers"
+            if r["dropped_frames"] or r["missed_rows"]
+            else ""
+        )
+        refused = f", {r['refused']} request(s) refused (no or wrong token)" if r["refused"] else ""
+        say(out, f"live view: {r['viewers']} viewer(s), {r['bytes_sent'] / 1e3:.0f} kB sent{lost}{refused}")
+
+
 def summary_line(st: dict[str, Any]) -> str:
     """One line per run: stream and wall seconds, RT factor, gaps, xruns and events."""
     rtf = st.get("rtf_total")

@@ -9,7 +9,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from streamkit.cli.common import add_command, add_event_outputs, exit_status, run_graph, say, summary_line
+from streamkit.cli.common import (
+    add_command,
+    add_event_outputs,
+    add_web_argument,
+    exit_status,
+    live_view,
+    run_graph,
+    say,
+    start_web,
+    summary_line,
+    web_summary,
+)
 from streamkit.core.clock import FreeRun, parse_mode
 from streamkit.core.graph import Graph
 from streamkit.core.machine import machine_info
@@ -49,6 +60,9 @@ def add_run_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("--chunk-ms", type=float, default=20.0)
     r.add_argument("--threads", type=int, default=1)
     r.add_argument("--quiet", action="store_true")
+    add_web_argument(r)
+    r.add_argument("--web-tap", default=None, metavar="BLOCK",
+                   help="with --web: the block whose (real, float32) audio output the live view shows and plays (default: the graph's first source)")
     add_set_argument(r)
 
 
@@ -58,8 +72,23 @@ def cmd_run(a: argparse.Namespace) -> int:
     mode = parse_mode(a.mode or defaults.get("mode", "freerun"))
     duration = a.duration if a.duration is not None else defaults.get("duration")
     con = add_event_outputs(g, a.events, console=not a.quiet)
+    view = None
+    if a.web is not None:
+        view = live_view(a)
+        srcs = g.sources()
+        view.attach(g, tap=a.web_tap or (srcs[0] if srcs else ""))
     g.build()
-    st = run_graph(g, mode, duration, a.chunk_ms, threads=a.threads)
+    if view is not None:
+        from streamkit.io.console_out import ConsoleOut
+
+        out = ConsoleOut(sys.stdout)
+        start_web(view, out)
+        try:
+            st = run_graph(g, mode, duration, a.chunk_ms, threads=a.threads)
+        finally:
+            web_summary(out, view)
+    else:
+        st = run_graph(g, mode, duration, a.chunk_ms, threads=a.threads)
     if a.quiet:
         from streamkit.io.console_out import ConsoleOut
 

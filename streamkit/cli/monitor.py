@@ -13,12 +13,16 @@ from streamkit.cli.common import (
     CliError,
     add_command,
     add_event_outputs,
+    add_web_argument,
     commands,
     exit_status,
+    live_view,
     registry_block,
     run_graph,
     say,
+    start_web,
     summary_line,
+    web_summary,
 )
 from streamkit.core.clock import RealTime
 from streamkit.core.graph import Graph
@@ -80,7 +84,8 @@ def add_monitor_arguments(m: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also detect sound events (models.sed, 10 s windows every 1 s, at 16 kHz; the tuned thresholds, no clip gates)",
     )
-    m.add_argument("--quiet", action="store_true", help="no live view; print a one-line summary per station")
+    m.add_argument("--quiet", action="store_true", help="no console view; print a one-line summary per station")
+    add_web_argument(m)
 
 
 def cmd_monitor(a: argparse.Namespace) -> int:
@@ -94,14 +99,19 @@ def cmd_monitor(a: argparse.Namespace) -> int:
     if a.stations_file:
         stations += _load_station_file(a.stations_file)
     out = ConsoleOut(sys.stdout)  # shared with the live view: a closed stdout is reported once, and the run goes on
+    view = live_view(a)
     if not a.quiet:
         where = ", ".join(stations) if stations else "the built-in KiwiSDR emulator on loopback (3 stations, 1 frame in 60 dropped)"
         say(out, f"streamkit {streamkit.__version__}: monitoring {where} for {a.duration:g} s of stream time; events -> {a.events}/")
-    res = run_monitor(stations, duration=a.duration, events_dir=a.events, record_dir=a.record, password=password,
-                      password_follows_redirect=a.password_follows_redirect,
-                      compression=a.compression, console=not a.quiet, stall_s=a.stall, max_retries=a.max_retries,
-                      detectors=_sad_detectors(a.sad) + (("asr",) if a.asr else ()) + (("sed",) if a.sed else ()), asr_options=_asr_options(a),
-                      console_file=out)  # fmt: skip
+    try:
+        res = run_monitor(stations, duration=a.duration, events_dir=a.events, record_dir=a.record, password=password,
+                          password_follows_redirect=a.password_follows_redirect,
+                          compression=a.compression, console=not a.quiet, stall_s=a.stall, max_retries=a.max_retries,
+                          detectors=_sad_detectors(a.sad) + (("asr",) if a.asr else ()) + (("sed",) if a.sed else ()), asr_options=_asr_options(a),
+                          console_file=out, live=view, on_live=(lambda v: start_web(v, out)) if view is not None else None)  # fmt: skip
+    finally:
+        if view is not None:
+            web_summary(out, view)
     if a.quiet:
         for st in res["stations"].values():
             say(out, summary_line(st))
@@ -175,6 +185,7 @@ def add_mic_arguments(mic: argparse.ArgumentParser) -> None:
     mic.add_argument("--asr", action="store_true", help="also transcribe (statistical SAD -> multilingual streaming RNN-T)")
     mic.add_argument("--asr-lexicon", default=None, metavar="SPEC", help=ASR_LEXICON_HELP)
     mic.add_argument("--sed", action="store_true", help="also detect sound events (models.sed at 16 kHz; the tuned thresholds, no clip gates)")
+    add_web_argument(mic)
 
 
 def build_mic_graph(a: argparse.Namespace) -> Graph:
@@ -209,9 +220,21 @@ def build_mic_graph(a: argparse.Namespace) -> Graph:
 
 
 def cmd_mic(a: argparse.Namespace) -> int:
+    from streamkit.io.console_out import ConsoleOut
+
     g = build_mic_graph(a)
     con = add_event_outputs(g, a.events, console=True)
-    st = run_graph(g, RealTime(), a.duration, a.chunk_ms)
+    view = live_view(a)
+    if view is None:
+        st = run_graph(g, RealTime(), a.duration, a.chunk_ms)
+        return exit_status(con, [st])
+    out = ConsoleOut(sys.stdout)
+    view.attach(g, tap="level", station="mic", mode="microphone")
+    start_web(view, out)
+    try:
+        st = run_graph(g, RealTime(), a.duration, a.chunk_ms)
+    finally:
+        web_summary(out, view)
     return exit_status(con, [st])
 
 

@@ -27,6 +27,13 @@ def not_a_block():
     """A plug-in entry point pointing at a function."""
 
 
+@pytest.fixture(autouse=True)
+def _builtins_loaded():
+    """Load the real registry before a test swaps it: a module first imported while a test's copy is
+    in place would register only in the copy, and leave the real registry empty for the next test."""
+    registry.names()
+
+
 @pytest.fixture
 def fresh_registry(monkeypatch):
     """An empty registry that imports the built-in modules again on first lookup (modules already
