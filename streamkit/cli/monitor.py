@@ -81,6 +81,9 @@ def add_monitor_arguments(m: argparse.ArgumentParser) -> None:
         help="also detect sound events (models.sed, 10 s windows every 1 s, at 16 kHz; the tuned thresholds, no clip gates)",
     )
     m.add_argument("--quiet", action="store_true", help="no live view; print a one-line summary per station")
+    from streamkit.cli.cluster import add_cluster_arguments
+
+    add_cluster_arguments(m)
 
 
 def cmd_monitor(a: argparse.Namespace) -> int:
@@ -94,6 +97,11 @@ def cmd_monitor(a: argparse.Namespace) -> int:
     if a.stations_file:
         stations += _load_station_file(a.stations_file)
     out = ConsoleOut(sys.stdout)  # shared with the live view: a closed stdout is reported once, and the run goes on
+    if a.ray is not None:
+        from streamkit.cli.cluster import cmd_monitor_ray
+
+        return cmd_monitor_ray(a, stations, password, _sad_detectors(a.sad) + (("asr",) if a.asr else ()) + (("sed",) if a.sed else ()),
+                               _asr_options(a), out)  # fmt: skip
     if not a.quiet:
         where = ", ".join(stations) if stations else "the built-in KiwiSDR emulator on loopback (3 stations, 1 frame in 60 dropped)"
         say(out, f"streamkit {streamkit.__version__}: monitoring {where} for {a.duration:g} s of stream time; events -> {a.events}/")
