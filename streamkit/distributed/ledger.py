@@ -19,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from streamkit.core import events as E
 from streamkit.core.block import EventSink
 from streamkit.core.events import Event
 from streamkit.distributed.tasks import StationTask
@@ -41,6 +42,23 @@ class StationLedger:
         self.dropped = 0
         self.events = 0
         self.rate: float | None = None
+        self.max_seq = task.seq_base - 1  # of the events the driver received
+        self.max_end: dict[str, int] = {}  # per block: the furthest span end the driver received
+        self.gap_seen = 0  # items lost by the gaps whose events this incarnation sent
+        self.gaps_seen: Counter[str] = Counter()
+
+    def note(self, ev: Event) -> None:
+        """An event of this station reached the driver."""
+        self.events += 1
+        self.max_seq = max(self.max_seq, ev.seq)
+        if ev.kind == E.STREAM_GAP:
+            p: Any = ev.payload
+            self.gap_seen += int(getattr(p, "lost", 0) or 0)
+            self.gaps_seen[str(getattr(p, "cause", "?"))] += 1
+        if not ev.kind.startswith("graph."):
+            node = ev.port.rsplit(".", 1)[0]
+            if ev.span[1] > self.max_end.get(node, 0):
+                self.max_end[node] = ev.span[1]
 
     def update(self, st: dict[str, Any], dropped: int = 0) -> None:
         """A status from the current incarnation's shard."""
@@ -61,13 +79,27 @@ class StationLedger:
             wall = t.resume_after_wall if t.resume_after_wall is not None else self.started_wall
         else:
             base, seq_base, wall = dict(st["items"]), int(st["seq"]) + 1, float(st["wall"])
-            self.lost_before += int(st.get("gap_lost") or 0)
-            self.gaps_before.update(st.get("gaps") or {})
+            # the status lags the events by one poll: the run goes on after the furthest event received
+            src = st.get("source")
+            p0 = base.get(src, 0) if src else 0
+            for node, end in self.max_end.items():
+                base[node] = max(base.get(node, 0), end)
+            if src and st.get("rate"):
+                wall += (base.get(src, 0) - p0) / float(st["rate"])
+                st = {**st, "items": base}
+                self.status = st
+            # the status lags: the gaps whose events arrived after it count too
+            self.lost_before += max(int(st.get("gap_lost") or 0), self.gap_seen)
+            gaps = Counter(st.get("gaps") or {})
+            self.gaps_before.update(gaps if sum(gaps.values()) >= sum(self.gaps_seen.values()) else self.gaps_seen)
         self.dropped_before += self.dropped
         self.dropped = 0
+        self.gap_seen = 0
+        self.gaps_seen = Counter()
         duration = self.duration
         if duration is not None and st is not None and st.get("rate"):
             duration = max(0.0, duration - self.delivered / float(st["rate"]))
+        seq_base = max(seq_base, self.max_seq + 1)
         self.task = t.resumed(base=base, seq_base=seq_base, resume_after_wall=wall, duration=duration)
         self.status = None
         self.started_wall = now if now is not None else time.time()

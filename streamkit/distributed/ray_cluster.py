@@ -185,7 +185,7 @@ class ClusterSupervisor:
         for ev in reply["events"]:
             led = self.ledgers.get(ev.stream)
             if led is not None:
-                led.events += 1
+                led.note(ev)
             self.sinks.handle(ev)
         dropped = reply.get("dropped") or {}
         for name, st in (reply.get("status") or {}).items():
