@@ -104,6 +104,8 @@ class ShardWorker:
             st: dict[str, Any] = {"items": items, "source": src.name if src is not None else None, "rate": rate, "wall": now,
                                   "seq": sink.last_seq, "gap_lost": sink.gap_lost, "gaps": dict(sink.gaps),
                                   "state": r.state}  # fmt: skip
+            if src is not None and src.out_index:  # this run's first and last item in UTC (its time anchors): the stream it spans
+                st["t_first_ns"], st["t_last_ns"] = src.ctx.anchors.time_of(0), src.ctx.anchors.time_of(src.out_index)
             if r.state in ("stopped", "fatal"):
                 kiwi = r.graph.blocks.get("kiwi")
                 st["fatal"] = getattr(kiwi, "fatal_message", None) or self.mr.failures.get(name) or r.fatal
