@@ -86,6 +86,9 @@ def add_monitor_arguments(m: argparse.ArgumentParser) -> None:
     )
     m.add_argument("--quiet", action="store_true", help="no console view; print a one-line summary per station")
     add_web_argument(m)
+    from streamkit.cli.cluster import add_cluster_arguments
+
+    add_cluster_arguments(m)
 
 
 def cmd_monitor(a: argparse.Namespace) -> int:
@@ -99,6 +102,13 @@ def cmd_monitor(a: argparse.Namespace) -> int:
     if a.stations_file:
         stations += _load_station_file(a.stations_file)
     out = ConsoleOut(sys.stdout)  # shared with the live view: a closed stdout is reported once, and the run goes on
+    if a.ray is not None:
+        if a.web is not None:
+            raise CliError("--web with --ray is not supported yet: the live view shows the stations of one process (run --web without --ray)")
+        from streamkit.cli.cluster import cmd_monitor_ray
+
+        return cmd_monitor_ray(a, stations, password, _sad_detectors(a.sad) + (("asr",) if a.asr else ()) + (("sed",) if a.sed else ()),
+                               _asr_options(a), out)  # fmt: skip
     view = live_view(a)
     if not a.quiet:
         where = ", ".join(stations) if stations else "the built-in KiwiSDR emulator on loopback (3 stations, 1 frame in 60 dropped)"

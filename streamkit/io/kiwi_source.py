@@ -165,6 +165,9 @@ class KiwiSource(Source):
         backoff_initial_s (0.5, what ``streamkit monitor`` runs with), backoff_cap_s: reconnect delays.
         anchor_every_s: host-clock re-anchoring period in mono modes.
         open_timeout_s: TCP + WebSocket handshake timeout.
+        resume_after_wall: wall time (``time.time()``) at which an earlier process last received this
+            station (``streamkit.distributed`` restarting a shard): the first frame is then preceded by
+            ``Gap(RECONNECT)`` with the samples estimated lost since, as after a reconnect of this block.
     Tags:
         emits ``sk:time`` (gps or host), ``sk:gap`` (SEQ_GAP, RECONNECT), ``sk:format`` (rate).
     Events:
@@ -207,6 +210,7 @@ class KiwiSource(Source):
         anchor_every_s: float = 10.0,
         smeter_every_s: float = 1.0,
         open_timeout_s: float = 10.0,
+        resume_after_wall: float | None = None,
         name: str | None = None,
         classify_fn: Callable[[Any], Retry | Fatal] | None = None,
     ) -> None:
@@ -255,6 +259,7 @@ class KiwiSource(Source):
         self.anchor_every_s = float(anchor_every_s)
         self.smeter_every_s = float(smeter_every_s)
         self.open_timeout_s = float(open_timeout_s)
+        self.resume_after_wall = None if resume_after_wall is None else float(resume_after_wall)
         self.classify_fn = classify_fn or classify
         self.iq = mode in ("iq", "drm", "sas", "qam")
         # run-time state (start())
@@ -325,7 +330,7 @@ class KiwiSource(Source):
         self._stop_evt = asyncio.Event()
         delays = backoff(self.backoff_initial_s, cap=self.backoff_cap_s)
         failures = 0
-        last_audio_wall: float | None = None
+        last_audio_wall: float | None = self.resume_after_wall
         origin = KiwiAddress(self.host, self.port)
         addr, password = origin, self.password
         redirects = 0

@@ -1,0 +1,241 @@
+"""``streamkit monitor --ray`` on a simulated two-node Ray cluster on this machine (``ray.cluster_utils.Cluster``).
+
+The cluster is module-scoped: a head node without CPUs (it runs the driver and Ray's services) and
+two worker nodes of 2 logical CPUs each, so that two shards of 1 CPU spread one per node and a
+shard whose node is removed has a place on the other. Every test is bounded (``timeout``); the
+file keeps to about a minute and a half. Stations are the loopback KiwiSDR emulator's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from streamkit.io.jsonl_events import read_events
+
+ray = pytest.importorskip("ray")
+cluster_utils = pytest.importorskip("ray.cluster_utils")
+
+pytestmark = pytest.mark.cluster
+
+MB = 1024 * 1024
+NODE = {"num_cpus": 2, "object_store_memory": 80 * MB}
+# a removed node is noticed within a few seconds, not Ray's default ~30 s
+SYSTEM_CONFIG = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 500, "health_check_failure_threshold": 4}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = cluster_utils.Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": 80 * MB, "include_dashboard": False,
+                                                                    "_system_config": SYSTEM_CONFIG})  # fmt: skip
+    workers = [c.add_node(**NODE) for _ in range(2)]
+    c.wait_for_nodes()
+    from streamkit.distributed.ray_cluster import connect
+
+    connect(c.address)
+    yield c, workers
+    if ray.is_initialized():
+        ray.shutdown()
+    c.shutdown()
+
+
+@pytest.fixture(scope="module")
+def emulator():
+    from streamkit.io.kiwi_emulator import EmulatorThread
+
+    emu = EmulatorThread()
+    port = emu.start()
+    yield port
+    emu.stop()
+
+
+@pytest.fixture
+def refusing_emulator():
+    """An emulator that refuses every connection with a bad-password answer (``badp``)."""
+    from streamkit.io.kiwi_emulator import EmulatorThread
+
+    emu = EmulatorThread()
+    port = emu.start()
+    emu.call(lambda: emu.emulator.set_faults(spec="badp=1"))
+    yield port
+    emu.stop()
+
+
+def _supervisor(specs, tmp_path, duration, **kw):
+    from streamkit.distributed.ledger import DriverSinks
+    from streamkit.distributed.monitor import station_tasks
+    from streamkit.distributed.ray_cluster import ClusterSupervisor
+
+    tasks = station_tasks(specs, duration=duration, stall_s=5.0)
+    sinks = DriverSinks([t.name for t in tasks], tmp_path / "events")
+    sup = ClusterSupervisor(tasks, sinks, shard_size=2, poll_s=0.2, dead_after_s=15.0, **kw)
+    return sup, sinks
+
+
+def _stream_check(path: Path) -> list[dict]:
+    """A station's driver-side JSONL: sequence numbers strictly increasing, source spans never going back."""
+    evs = read_events(path)
+    seqs = [e["seq"] for e in evs]
+    assert seqs == sorted(set(seqs)), "sequence numbers repeat or go back"
+    src = [e["span"][0] for e in evs if e["port"] == "kiwi.out" and not e["kind"].startswith("graph.")]  # graph.* are at span 0
+    assert src == sorted(src), "source spans go back (an event duplicated or a restart not rebased)"
+    return evs
+
+
+@pytest.mark.timeout(90)
+def test_stations_spread_over_the_nodes_and_every_event_reaches_the_driver(cluster, emulator, tmp_path):
+    c, workers = cluster
+    specs = [f"127.0.0.1:{emulator}:{7000 + k}:lsb" for k in range(4)]
+    sup, sinks = _supervisor(specs, tmp_path, duration=3.0)
+    sinks.open()
+    sup.start()
+    try:
+        sup.run(timeout=60)
+    finally:
+        sup.shutdown()
+        sinks.close()
+    rep = sup.report()
+    nodes = {sh["where"]["node_id"] for sh in rep["shards"]}
+    assert nodes == {w.node_id for w in workers}  # two shards, one on each worker node
+    for name, st in rep["stations"].items():
+        assert st["state"] == "stopped" and st["fatal"] is None
+        assert st["delivered"] == round(3.0 * st["rate"]) and st["lost"] == 0 and st["restarts"] == 0
+        evs = _stream_check(tmp_path / "events" / f"{name}.jsonl")
+        assert len(evs) == st["events"] and st["events_dropped"] == 0
+        assert [e["payload"]["items"] for e in evs if e["kind"] == "stream.end"] == [st["delivered"]]
+
+
+@pytest.mark.timeout(120)
+def test_a_killed_node_moves_its_shard_and_every_lost_sample_is_accounted(cluster, emulator, refusing_emulator, tmp_path):
+    c, workers = cluster
+    # shard 0: a station its server refuses + a good one; shard 1: two good ones
+    specs = [f"127.0.0.1:{refusing_emulator}:7100:lsb"] + [f"127.0.0.1:{emulator}:{7200 + k}:lsb" for k in range(3)]
+    duration = 8.0
+    sup, sinks = _supervisor(specs, tmp_path, duration=duration)
+    sinks.open()
+    sup.start()
+    th = threading.Thread(target=sup.run, kwargs={"timeout": 90}, daemon=True)
+    th.start()
+    good = list(sup.ledgers)[1:]
+    refused = list(sup.ledgers)[0]
+    t_end = time.monotonic() + 60
+    while time.monotonic() < t_end and not all(sup.ledgers[n].delivered > 2.5 * 12000 for n in good):
+        time.sleep(0.1)
+    victim_id = sup._where(sup.shards[0])["node_id"]
+    victim = next(w for w in workers if w.node_id == victim_id)
+    c.remove_node(victim)
+    workers.remove(victim)
+    th.join(100)
+    try:
+        assert not th.is_alive()
+    finally:
+        sup.shutdown()
+        sinks.close()
+        workers.append(c.add_node(**NODE))  # the next tests find two worker nodes again
+    rep = sup.report()
+    sh0 = rep["shards"][0]
+    assert sh0["restarts"] == 1 and sh0["history"][0]["where"]["node_id"] == victim_id
+    assert sh0["where"]["node_id"] != victim_id  # restarted on the node that is left
+    # the refused station: ended once with its server's reason, not restarted with its shard
+    r = rep["stations"][refused]
+    assert r["state"] == "fatal" and "badp" in r["fatal"] and r["restarts"] == 0
+    states = [e["payload"]["state"] for e in read_events(tmp_path / "events" / f"{refused}.jsonl") if e["kind"] == "source.state"]
+    assert states.count("fatal") == 1 and states.count("connecting") == 1, states
+    moved = sup.shards[0].names[1]
+    for name in good:
+        st = rep["stations"][name]
+        assert st["state"] == "stopped" and st["delivered"] == round(duration * st["rate"])
+        evs = _stream_check(tmp_path / "events" / f"{name}.jsonl")
+        gaps = [e for e in evs if e["kind"] == "stream.gap"]
+        if name != moved:
+            assert st["restarts"] == 0 and st["lost"] == 0 and not gaps
+            continue
+        # the moved station: one reconnect gap, reported like a single process's, with the estimated loss
+        assert st["restarts"] == 1 and st["gaps_by_cause"] == {"reconnect": 1}
+        assert [(g["payload"]["cause"], g["payload"]["lost"]) for g in gaps] == [("reconnect", st["lost"])] and st["lost"] > 0
+        # delivered + lost is the station's whole stream: its first sample to its last, in wall time
+        t0 = min(e["t_start_ns"] for e in evs if e["port"] == "kiwi.out" and e["span"][0] == 0 and e["t_start_ns"])
+        t1 = next(e["t_end_ns"] for e in evs if e["kind"] == "stream.end")
+        expected = (t1 - t0) / 1e9 * st["rate"]
+        assert abs(st["delivered"] + st["lost"] - expected) <= 0.5 * st["rate"], (st["delivered"], st["lost"], expected)
+        # nothing of the dead run is counted twice: the resumed run starts after the last confirmed event
+        assert gaps[0]["span"][0] <= st["delivered"]
+
+
+@pytest.mark.timeout(60)
+def test_cli_monitor_ray(cluster, emulator, tmp_path, capsys):
+    from streamkit.cli import main
+
+    c, _ = cluster
+    rc = main(["monitor", "--ray", c.address, "--station", f"127.0.0.1:{emulator}:7300:usb", "--station", f"127.0.0.1:{emulator}:7301:usb",
+               "--duration", "2", "--events", str(tmp_path / "ev"), "--quiet", "--ray-shard-size", "1"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert sorted(p.name for p in (tmp_path / "ev").iterdir()) == [f"127.0.0.1-{emulator}-7300usb.jsonl", f"127.0.0.1-{emulator}-7301usb.jsonl"]
+    assert out.count(" 0 lost in 0 gap(s)") == 2, out
+
+
+def _descendants(pid: int) -> set[tuple[int, str]]:
+    """(pid, start time) of every process below ``pid`` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                stat = Path(f"/proc/{d}/stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(d))
+    out, todo = set(), [pid]
+    while todo:
+        for ch in children.get(todo.pop(), []):
+            out.add((ch, _start_time(ch)))
+            todo.append(ch)
+    return out
+
+
+def _start_time(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except OSError:
+        return ""
+
+
+@pytest.mark.timeout(60)
+def test_shutdown_leaves_no_process(cluster):
+    c, _ = cluster
+    procs = _descendants(os.getpid())
+    assert any("raylet" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace") for p, _ in procs if os.path.exists(f"/proc/{p}"))
+    ray.shutdown()
+    c.shutdown()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        left = [p for p, st in procs if _start_time(p) == st and "zombie" not in _state(p)]
+        if not left:
+            break
+        time.sleep(0.5)
+    assert not left, [Path(f"/proc/{p}/cmdline").read_bytes()[:80] for p in left]
+
+
+def _state(pid: int) -> str:
+    try:
+        return "zombie" if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z" else "live"
+    except OSError:
+        return "zombie"
+
+
+def test_without_ray_the_cli_names_the_extra(monkeypatch, capsys, tmp_path):
+    from streamkit.cli import main
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    rc = main(["monitor", "--ray", "--station", "127.0.0.1:1:7100:lsb", "--duration", "1", "--events", str(tmp_path), "--quiet"])
+    err = capsys.readouterr().err
+    assert rc != 0 and "pip install 'streamkit[cluster]'" in err, err
+    assert json.dumps(err)  # one readable line, no traceback
+    assert "Traceback" not in err
