@@ -4,8 +4,12 @@
 setup:
 	@bash .ci/setup
 
+# the demo also serves the live view (port 0: a free one; the URL is printed first)
+WEB ?= 127.0.0.1:0
+DURATION ?= 30
+
 demo: setup
-	.venv/bin/streamkit monitor
+	.venv/bin/streamkit monitor --web $(WEB) --duration $(DURATION)
 
 test: setup
 	.venv/bin/python -m pytest -n auto --dist loadfile tests

@@ -98,7 +98,8 @@ class LiveServer:
         if self._error is not None:
             err = self._error
             if isinstance(err, OSError):
-                raise ConfigError(f"live view: cannot listen on {self.host}:{self.port}: {err.strerror or err}") from None
+                why = str(err.strerror or err).rsplit(": ", 1)[-1]  # asyncio's "error while attempting to bind on address ...: <reason>"
+                raise ConfigError(f"live view: cannot listen on {self.host}:{self.port}: {why}") from None
             raise ConfigError(f"live view: {err}") from None
         return self.url
 
@@ -122,6 +123,7 @@ class LiveServer:
             loop.run_until_complete(self._start())
         except BaseException as exc:  # bind errors are reported by start()
             self._error = exc
+            self._loop = None
             self._ready.set()
             loop.close()
             return

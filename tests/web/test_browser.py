@@ -96,7 +96,6 @@ def test_monitor_web_page_in_a_real_browser(browser, tmp_path):
         snap = wait_for(page, lambda s: (s["audio"].get("played") or 0) > 8000 and s["audio"].get("gapsHeard", 0) >= 1, "audio played through the gap", timeout=30)
         a = snap["audio"]
         assert a["contextState"] == "running" and a["station"] == 0 and a["nonZero"] > 4000 and a["lostHeardS"] > 0.1
-        shot(page, tmp_path, "web-live-view.png")
         # the event log: search, then download what is shown as JSONL
         page.fill("#log-q", "seq_gap")
         page.wait_for_timeout(300)
@@ -112,6 +111,8 @@ def test_monitor_web_page_in_a_real_browser(browser, tmp_path):
         page.wait_for_timeout(600)
         assert [st["hidden"] for st in page.evaluate("window.streamkit.snapshot()")["stations"]] == [True, False, True]
         page.fill("#f-name", "")
+        wait_for(page, lambda s: min(st["rows"] for st in s["stations"]) >= 200, "20 s of waterfall", timeout=30)
+        shot(page, tmp_path, "web-live-view.png")
         proc.wait(timeout=60)
         out = proc.stdout.read() if proc.stdout else ""
         snap = wait_for(page, lambda s: s["ended"] is not None, "the end of the run on the page", timeout=10)

@@ -212,3 +212,59 @@ def test_bind_errors_are_one_clear_line():
     g, _ = demo_graph()
     with pytest.raises(ConfigError, match="no block 'nope'"):
         LiveView("0").attach(g, tap="nope")
+
+
+def _cli(*args, cwd=None):
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, "-m", "streamkit", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
+
+
+def test_run_graph_web_serves_the_graph(tmp_path):
+    """``streamkit run GRAPH --web``: the graph's first source is shown (or ``--web-tap BLOCK``)."""
+    import re
+    from pathlib import Path
+
+    graph = Path(__file__).resolve().parents[2] / "examples" / "graphs" / "demo_signal.yaml"
+    p = _cli("run", str(graph), "--mode", "realtime", "--duration", "6", "--web", "127.0.0.1:0", "--quiet", cwd=tmp_path)  # its events/ go there
+    line = p.stdout.readline()
+    m = re.search(r"live view: (http\S+)", line)
+    assert m, line + p.stderr.read()
+    rows, hello = 0, None
+    with connect(ws_url(m.group(1)), open_timeout=10) as c:
+        deadline = time.monotonic() + 20
+        while rows < 20 and time.monotonic() < deadline:
+            msg = c.recv(timeout=10)
+            if isinstance(msg, bytes):
+                d = frames.decode(msg)
+                rows += len(d[1]) if isinstance(d, tuple) else 0
+            elif json.loads(msg)["type"] == "hello":
+                hello = json.loads(msg)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert hello["stations"][0]["name"] == "demo-signal" and rows >= 20
+    assert "live view: 1 viewer(s)" in out
+
+
+def test_web_options_refused_with_one_line():
+    from pathlib import Path
+
+    graph = Path(__file__).resolve().parents[2] / "examples" / "graphs" / "demo_signal.yaml"
+    for args, want in [(("run", str(graph), "--web", "0", "--web-tap", "nope"), "no block 'nope'"),
+                       (("monitor", "--web", "localhost:http"), "bad --web port"),
+                       (("monitor", "--web", "0", "--ray", "auto"), "--web with --ray is not supported")]:  # fmt: skip
+        p = _cli(*args)
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 2 and want in err and err.count("\n") == 1 and "Traceback" not in err, (args, err)
+
+
+def test_mic_web_shows_the_level_meter_output():
+    from streamkit.cli import build_parser
+    from streamkit.cli.monitor import build_mic_graph
+
+    a = build_parser().parse_args(["mic", "--web", "127.0.0.1:0"])
+    g = build_mic_graph(a)
+    view = LiveView(a.web)
+    view.attach(g, tap="level", station="mic")
+    assert g.blocks["web"].hub_id == view.hub.id and view.hub.feed("mic") is not None
