@@ -35,12 +35,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kiwi_stations import emulator_channel_limit, emulators, proc_times
-
 from streamkit.distributed.ledger import DriverSinks, StationLedger
 from streamkit.distributed.monitor import station_tasks
 from streamkit.distributed.shard import ShardWorker
 from streamkit.eval.bench import machine_info, write_result
+from streamkit.eval.bench.emulators import emulator_channel_limit, emulators, proc_times
 
 REPO = Path(__file__).resolve().parents[1]
 FRAME = 2048

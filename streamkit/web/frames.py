@@ -12,6 +12,11 @@ carry waterfall rows and audio:
 ``flags`` bit 0 = items were lost just before this row (``lost_s`` seconds of them, ``cause`` an
 index into :data:`GAP_CAUSES`).
 
+**Batch** (type 3): the binary frames of one server tick in one WebSocket message, so that a
+tick costs one message whatever the number of stations::
+
+    u8 type=3, u8 version=1, u16 count, count x (u32 length, length bytes: a rows or audio frame)
+
 **Audio** (type 2)::
 
     u8 type=2, u8 version=1, u16 station, u32 n, f64 rate, f64 start, f32 lost_s, u8 flags, 3 x u8 pad
@@ -30,17 +35,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["GAP_CAUSES", "AudioFrame", "FrameError", "Row", "decode", "encode_audio", "encode_rows"]
+__all__ = ["GAP_CAUSES", "AudioFrame", "FrameError", "Row", "decode", "decode_all", "encode_audio", "encode_batch", "encode_rows", "split_batch"]
 
 VERSION = 1
 ROWS = 1
 AUDIO = 2
+BATCH = 3
 #: gap causes by index (``core.tags.GapCause`` values, then "other" for anything unknown)
 GAP_CAUSES = ("none", "xrun", "seq_gap", "reconnect", "overload", "block_error", "restart", "other")
 
 _ROWS_HEAD = struct.Struct("<BBHHH")
 _ROW = struct.Struct("<dfBB")
 _AUDIO_HEAD = struct.Struct("<BBHIddfB3x")
+_BATCH_HEAD = struct.Struct("<BBH")
+_LEN = struct.Struct("<I")
 MAX_STATIONS = 65535
 
 
@@ -94,6 +102,45 @@ def encode_audio(station: int, rate: float, start: int, samples: np.ndarray, *, 
     x = np.asarray(samples, dtype=np.float32).reshape(-1)
     pcm = np.clip(np.rint(x * 32767.0), -32768, 32767).astype("<i2")
     return _AUDIO_HEAD.pack(AUDIO, VERSION, station, pcm.size, float(rate), float(start), float(lost_s), 1 if gap else 0) + pcm.tobytes()
+
+
+def encode_batch(parts: list[bytes]) -> bytes:
+    """One batch frame holding ``parts`` (rows and audio frames), in order."""
+    if len(parts) > 65535:
+        raise ValueError(f"{len(parts)} frames in one batch (at most 65535)")
+    out = [_BATCH_HEAD.pack(BATCH, VERSION, len(parts))]
+    for p in parts:
+        out += [_LEN.pack(len(p)), p]
+    return b"".join(out)
+
+
+def split_batch(frame: bytes) -> list[bytes]:
+    """The frames inside a batch frame, or ``[frame]`` for a single frame."""
+    if len(frame) < 2 or frame[0] != BATCH:
+        return [frame]
+    if frame[1] != VERSION:
+        raise FrameError(f"frame version {frame[1]}, this decoder reads {VERSION}")
+    if len(frame) < _BATCH_HEAD.size:
+        raise FrameError("short batch header")
+    n = _BATCH_HEAD.unpack_from(frame)[2]
+    off, out = _BATCH_HEAD.size, []
+    for _ in range(n):
+        if off + _LEN.size > len(frame):
+            raise FrameError("batch ends inside a length")
+        (size,) = _LEN.unpack_from(frame, off)
+        off += _LEN.size
+        if off + size > len(frame):
+            raise FrameError(f"batch part of {size} bytes runs past the end")
+        out.append(bytes(frame[off : off + size]))
+        off += size
+    if off != len(frame):
+        raise FrameError(f"{len(frame) - off} bytes after the last batch part")
+    return out
+
+
+def decode_all(frame: bytes) -> list[tuple[int, list[Row]] | AudioFrame]:
+    """Every rows/audio frame in ``frame`` (a batch, or a single frame), in order."""
+    return [decode(p) for p in split_batch(frame)]
 
 
 def decode(frame: bytes) -> tuple[int, list[Row]] | AudioFrame:

@@ -10,9 +10,10 @@ Routes:
 
 Data routes need the access token when the server is not on loopback (:mod:`streamkit.web.access`).
 
-Each viewer has a bounded queue of outgoing frames and two tasks: a ticker that polls the hub every
-``tick_s`` (and puts a status message every ``status_s``), and a sender that writes the queue to the
-socket. A viewer that does not read makes its own sender wait on the socket; its queue then fills
+Each viewer has a bounded queue (``queue_frames`` entries, one per tick) and two tasks: a ticker
+that polls the hub every ``tick_s`` and queues what is new as one entry (the binary frames of every
+station packed into one batch message, a status every ``status_s``), and a sender that writes the
+queue to the socket. A viewer that does not read makes its own sender wait on the socket; its queue then fills
 and further frames are dropped and counted (shown on its page when it reads again). The graphs, the
 event files and the other viewers never wait for it. A viewer whose sender has made no progress for
 ``stall_close_s`` is disconnected. What a viewer has in flight is bounded (``sndbuf_bytes`` of kernel
@@ -39,6 +40,7 @@ from typing import Any
 
 from streamkit.core.errors import ConfigError
 from streamkit.web.access import check_access, check_origin, is_loopback, new_token, view_url
+from streamkit.web.frames import encode_batch
 from streamkit.web.hub import LiveHub, Viewer
 
 __all__ = ["LiveServer"]
@@ -269,31 +271,40 @@ class _Session:
         self.server = server
         self.ws = ws
         self.viewer = Viewer(server.hub)
-        self.queue: asyncio.Queue[bytes | str | None] = asyncio.Queue(maxsize=server.queue_frames)
+        self.queue: asyncio.Queue[list[bytes | str] | None] = asyncio.Queue(maxsize=server.queue_frames)  # one entry per tick
         self.connected_at = time.time()
         self._last_progress = time.monotonic()
         self._closing = False
         self._ended_sent = False
 
-    def put(self, frame: bytes | str) -> None:
+    def put(self, frames: list[bytes | str]) -> None:
+        """Queue one tick's messages (its binary frames packed into one batch message); when the
+        queue is full they are dropped, and counted frame by frame."""
+        binary = [f for f in frames if isinstance(f, bytes)]
+        entry: list[bytes | str] = ([encode_batch(binary)] if len(binary) > 1 else binary) + [f for f in frames if isinstance(f, str)]
+        if not entry:
+            return
         try:
-            self.queue.put_nowait(frame)
+            self.queue.put_nowait(entry)
         except asyncio.QueueFull:
-            self.viewer.stats.dropped_frames += 1
+            self.viewer.stats.dropped_frames += len(frames)
 
     def flush_and_close(self) -> None:
         """The run is over: one last status and the end message, then close once they are sent."""
         if self._closing:
             return
         self._closing = True
-        self.put(self.viewer.status())
-        self.put(json.dumps({"type": "end", "reason": self.server.hub.ended or "server stopped"}))
+        self.put([self.viewer.status(), json.dumps({"type": "end", "reason": self.server.hub.ended or "server stopped"})])
         with contextlib.suppress(asyncio.QueueFull):
             self.queue.put_nowait(None)
 
     async def run(self) -> None:
-        for f in self.viewer.join():
-            self.put(f)
+        joined = self.viewer.join()  # hello, the history, a status: one entry, whatever its size
+        self.queue.put_nowait(
+            [m for m in joined if isinstance(m, str)][:1]
+            + [f for f in joined if isinstance(f, bytes)]
+            + [m for m in joined if isinstance(m, str)][1:]
+        )
         sender = asyncio.ensure_future(self._send())
         ticker = asyncio.ensure_future(self._tick())
         try:
@@ -314,7 +325,7 @@ class _Session:
             if msg.type == WSMsgType.TEXT:
                 self._command(msg.data)
             elif msg.type == WSMsgType.BINARY:
-                self.put(json.dumps({"type": "error", "error": "binary messages are not understood"}))
+                self.put([json.dumps({"type": "error", "error": "binary messages are not understood"})])
             elif msg.type in (WSMsgType.ERROR, WSMsgType.CLOSE, WSMsgType.CLOSING):
                 break
 
@@ -330,7 +341,7 @@ class _Session:
                 w = cmd["watch"]
                 self.viewer.set_watch(None if w is None else [int(i) for i in w])
         except (ValueError, TypeError) as exc:
-            self.put(json.dumps({"type": "error", "error": f"bad command: {str(exc)[:200]}"}))
+            self.put([json.dumps({"type": "error", "error": f"bad command: {str(exc)[:200]}"})])
 
     async def _tick(self) -> None:
         srv = self.server
@@ -339,19 +350,15 @@ class _Session:
             await asyncio.sleep(srv.tick_s)
             if self._closing:
                 break
-            full = self.queue.full()
-            for f in self.viewer.poll():
-                if full:  # a stalled viewer: what it cannot take is dropped and counted
-                    self.viewer.stats.dropped_frames += 1
-                else:
-                    self.put(f)
+            tick = self.viewer.poll()  # polled even when the queue is full: the cursors move on, the loss is counted
             now = time.monotonic()
             if now >= next_status:
                 next_status = now + srv.status_s
-                self.put(self.viewer.status())
+                tick.append(self.viewer.status())
                 if srv.hub.ended and not self._ended_sent:
                     self._ended_sent = True
-                    self.put(json.dumps({"type": "end", "reason": srv.hub.ended}))
+                    tick.append(json.dumps({"type": "end", "reason": srv.hub.ended}))
+            self.put(tick)
             if not self.queue.empty() and now - self._last_progress > srv.stall_close_s:
                 log.warning("live view: a viewer made no progress for %.0f s: disconnected", srv.stall_close_s)
                 with contextlib.suppress(Exception):
@@ -361,17 +368,18 @@ class _Session:
     async def _send(self) -> None:
         st = self.viewer.stats
         while True:
-            frame = await self.queue.get()
-            if frame is None:
+            entry = await self.queue.get()
+            if entry is None:
                 await self.ws.close()
                 return
-            if isinstance(frame, bytes):
-                await self.ws.send_bytes(frame)
-            else:
-                await self.ws.send_str(frame)
-            st.frames_sent += 1
-            st.bytes_sent += len(frame)
-            self._last_progress = time.monotonic()
+            for frame in entry:
+                if isinstance(frame, bytes):
+                    await self.ws.send_bytes(frame)
+                else:
+                    await self.ws.send_str(frame)
+                st.frames_sent += 1
+                st.bytes_sent += len(frame)
+                self._last_progress = time.monotonic()
 
     def summary(self) -> dict[str, Any]:
         s = self.viewer.stats

@@ -93,7 +93,9 @@ def test_monitor_web_page_in_a_real_browser(browser, tmp_path):
         gap = snap["stations"][0]["gaps"][0]
         assert gap["cause"] == "seq_gap" and 0.1 < gap["lost"] < 0.3  # one ADPCM frame: 2048 items at 12001 Hz = 0.171 s
         # the audio reached the Web Audio graph: samples played, not all silence, the gap heard as silence
-        snap = wait_for(page, lambda s: (s["audio"].get("played") or 0) > 8000 and s["audio"].get("gapsHeard", 0) >= 1, "audio played through the gap", timeout=30)
+        snap = wait_for(
+            page, lambda s: (s["audio"].get("played") or 0) > 8000 and s["audio"].get("gapsHeard", 0) >= 1, "audio played through the gap", timeout=30
+        )
         a = snap["audio"]
         assert a["contextState"] == "running" and a["station"] == 0 and a["nonZero"] > 4000 and a["lostHeardS"] > 0.1
         # the event log: search, then download what is shown as JSONL

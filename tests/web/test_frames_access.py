@@ -34,6 +34,22 @@ def test_audio_frame_round_trip_clips_and_rounds():
     assert f.samples.tolist() == [0, 16384, -16384, 32767, -32768, 0]
 
 
+def test_batch_frames_hold_one_tick_of_frames_in_order():
+    parts = [
+        frames.encode_rows(0, [(1.0, 0.0, False, None, bytes(8))], 8),
+        frames.encode_audio(2, 8000, 160, np.zeros(160)),
+        frames.encode_rows(5, [], 8),
+    ]
+    batch = frames.encode_batch(parts)
+    assert frames.split_batch(batch) == parts and frames.split_batch(parts[0]) == [parts[0]]
+    got = frames.decode_all(batch)
+    assert got[0][0] == 0 and got[1].station == 2 and got[1].start == 160 and got[2] == (5, [])
+    for bad, why in [(batch[:-1], "past the end"), (batch + b"x", "after the last"), (batch[:3], "short batch"), (bytes([3, 2, 0, 0]), "version 2"),
+                     (frames.encode_batch([b"ab"])[:6], "inside a length")]:  # fmt: skip
+        with pytest.raises(frames.FrameError, match=why):
+            frames.decode_all(bad)
+
+
 @pytest.mark.parametrize(
     "bad, why",
     [(b"", "0 bytes"), (bytes([1, 9]), "version 9"), (bytes([7, 1]), "unknown frame type"), (bytes([1, 1, 0]), "short rows"),

@@ -172,14 +172,17 @@ def viewers_child(url: str, n: int, listen: int) -> int:
                     except (ConnectionClosed, TimeoutError):
                         break
                     if isinstance(m, bytes):
-                        d = frames.decode(m)
-                        kind = "rows" if isinstance(d, tuple) else "audio"
-                        c[kind] += len(m)
-                        c[kind + "_frames_hdr"] += ws_header_bytes(len(m))
-                        if kind == "rows":
-                            c["rows_n"] += len(d[1])
-                        else:
-                            c["audio_samples"] += d.samples.size
+                        parts = frames.split_batch(m)  # one tick's frames in one message: its overhead goes to the rows
+                        c["rows"] += len(m) - sum(len(p) for p in parts)
+                        c["rows_frames_hdr"] += ws_header_bytes(len(m))
+                        for p in parts:
+                            d = frames.decode(p)
+                            kind = "rows" if isinstance(d, tuple) else "audio"
+                            c[kind] += len(p)
+                            if kind == "rows":
+                                c["rows_n"] += len(d[1])
+                            else:
+                                c["audio_samples"] += d.samples.size
                     else:
                         j = json.loads(m)
                         size = len(m.encode())

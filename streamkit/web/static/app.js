@@ -1,7 +1,7 @@
 // streamkit live view: one card per station (spectrogram + timeline + meters), a station filter,
 // an event log (search, download as JSONL) and click-to-listen. Text from the server is only ever
 // set with textContent (never parsed as HTML).
-import { decode, ROWS, AUDIO } from "./frames.js";
+import { decodeAll, ROWS, AUDIO } from "./frames.js";
 import { Waterfall } from "./waterfall.js";
 import { Timeline } from "./timeline.js";
 import { Player } from "./player.js";
@@ -31,14 +31,16 @@ function connect() {
     state.framesIn++;
     if (typeof e.data === "string") { state.bytesIn += e.data.length; onText(JSON.parse(e.data)); return; }
     state.bytesIn += e.data.byteLength;
-    let f;
-    try { f = decode(e.data, (state.hello && state.hello.gap_causes) || []); } catch (err) { state.badFrames++; return; }
-    const st = state.stations.get(f.station);
-    if (f.type === ROWS && st) {
-      st.wf.addRows(f.rows);
-      for (const r of f.rows) if (r.gap) st.tl.addGap(r.t, r.lost, r.cause);
-    } else if (f.type === AUDIO) {
-      state.player.push(f);
+    let parts;
+    try { parts = decodeAll(e.data, (state.hello && state.hello.gap_causes) || []); } catch (err) { state.badFrames++; return; }
+    for (const f of parts) {
+      const st = state.stations.get(f.station);
+      if (f.type === ROWS && st) {
+        st.wf.addRows(f.rows);
+        for (const r of f.rows) if (r.gap) st.tl.addGap(r.t, r.lost, r.cause);
+      } else if (f.type === AUDIO) {
+        state.player.push(f);
+      }
     }
   };
 }

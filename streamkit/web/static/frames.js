@@ -1,5 +1,22 @@
 // Binary frames of the live view (the format is documented in streamkit/web/frames.py).
-export const ROWS = 1, AUDIO = 2, VERSION = 1;
+export const ROWS = 1, AUDIO = 2, BATCH = 3, VERSION = 1;
+
+// every rows/audio frame of a message (a batch holds one server tick's frames)
+export function decodeAll(buf, gapCauses) {
+  const dv = new DataView(buf);
+  if (dv.getUint8(0) !== BATCH) return [decode(buf, gapCauses)];
+  if (dv.getUint8(1) !== VERSION) throw new Error(`frame version ${dv.getUint8(1)}`);
+  const n = dv.getUint16(2, true), out = [];
+  let off = 4;
+  for (let i = 0; i < n; i++) {
+    const len = dv.getUint32(off, true);
+    off += 4;
+    if (off + len > buf.byteLength) throw new Error("batch part runs past the end");
+    out.push(decode(buf.slice(off, off + len), gapCauses));
+    off += len;
+  }
+  return out;
+}
 
 export function decode(buf, gapCauses) {
   const dv = new DataView(buf);
