@@ -3,7 +3,7 @@
 The engine side (the ``web.tap`` block on the scheduler thread, :class:`HubEvents` on the event
 dispatcher) only appends to bounded rings under a short lock: it never waits for a viewer. Each
 viewer (:class:`Viewer`) keeps its own cursor (the last sequence number it took) into every ring and
-is polled by the server about ten times a second; a viewer that falls further behind than a ring
+is polled by the server five times a second; a viewer that falls further behind than a ring
 holds loses the oldest items, and the loss is counted per viewer (``missed_*``) and shown on its
 page. Rings: waterfall rows (the last ``history_s`` seconds, what a late viewer sees first), events
 (the last ``log_kept``; a late viewer gets the last ``events_on_join``), audio (a few seconds, sent
@@ -303,9 +303,9 @@ class Viewer:
         self._audio_expect = None
         if self.listen is not None:
             f = self.hub.feeds[self.listen]
-            with f.lock:  # start with the newest ~0.3 s (the page's jitter buffer), not seconds ago
+            with f.lock:  # start with the newest ~0.4 s (the page's jitter buffer), not seconds ago
                 n, back, total = len(f.audio.items), 0, 0
-                while back < n and total < 0.3 * (f.rate or 8000):
+                while back < n and total < 0.4 * (f.rate or 8000):
                     back += 1
                     total += f.audio.items[-back][2].shape[0]
                 self._audio_next = f.audio.last - back

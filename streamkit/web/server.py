@@ -59,7 +59,7 @@ class LiveServer:
     never requires one; a string is that token.
     """
 
-    def __init__(self, hub: LiveHub, host: str = "127.0.0.1", port: int = 0, *, token: str | None = "auto", tick_s: float = 0.1,
+    def __init__(self, hub: LiveHub, host: str = "127.0.0.1", port: int = 0, *, token: str | None = "auto", tick_s: float = 0.2,
                  status_s: float = 0.5, queue_frames: int = 64, stall_close_s: float = 30.0, sndbuf_bytes: int | None = 262144,
                  write_buffer_bytes: int = 65536) -> None:  # fmt: skip
         self.hub = hub

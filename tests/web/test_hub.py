@@ -126,7 +126,7 @@ def test_listening_starts_near_now_not_seconds_ago():
     v.join()
     v.set_listen(0)
     got = [frames.decode(m) for m in v.poll() if isinstance(m, bytes)]
-    assert sum(a.samples.size for a in got) == 2400  # 0.3 s of pre-buffer
+    assert sum(a.samples.size for a in got) == 3200  # 0.4 s of pre-buffer
     v.set_listen(7)  # no such station: ignored
     assert v.listen is None
 

@@ -8,7 +8,7 @@ export class Player {
     try { ctx = new AudioContext({ sampleRate: rate, latencyHint: "playback" }); }
     catch (e) { ctx = new AudioContext({ latencyHint: "playback" }); } // the worklet resamples
     await ctx.audioWorklet.addModule("/static/player-worklet.js");
-    const node = new AudioWorkletNode(ctx, "streamkit-player", { numberOfInputs: 0, outputChannelCount: [1], processorOptions: { inRate: rate, prebufferS: 0.3 } });
+    const node = new AudioWorkletNode(ctx, "streamkit-player", { numberOfInputs: 0, outputChannelCount: [1], processorOptions: { inRate: rate, prebufferS: 0.4 } });
     node.port.onmessage = (e) => { this.stats = e.data; };
     node.connect(ctx.destination);
     if (ctx.state !== "running") await ctx.resume();
