@@ -1,4 +1,4 @@
-"""``streamkit corpus hf|asr|sed|real|import``: generate the training and evaluation corpora.
+"""``streamkit corpus hf|asr|sed|real|import|openset``: generate the training and evaluation corpora.
 
 The generators live in :mod:`streamkit.data` (``generate`` and ``corpus_table`` of
 :mod:`~streamkit.data.hf_corpus`, :mod:`~streamkit.data.asr_corpus`,
@@ -28,6 +28,7 @@ DOCS = {
     "asr": ("multilingual (en, hi, ta, gu) espeak-ng sentences with transcripts and grapheme vocabularies", "Generate the multilingual ASR corpus (en, hi, ta, gu): espeak-ng sentences from offline word lists, speakers disjoint across train/dev/test, optional HF channel augmentation, grapheme vocabularies with B_ word-start symbols."),
     "real": ("real recordings from pinned Debian packages: speech among real distractors, event clips, off-air modems", "Build the real-recordings corpus: fetch pinned Debian packages of real recordings (apt-get download, SHA-256 checked, dpkg-deb -x), classify their audio, and write speech scenes among real distractors with RTTM labels (train/dev from training packages, eval from evaluation-only packages), real DCASE event clips and 10 s event scenes, and off-air modem recordings without speech. GPL/CC-BY-SA audio: used locally, never redistributed."),
     "import": ("a real corpus (LibriSpeech, Common Voice, Kaldi, MUCS 2021) in the `corpus asr` layout, for `train rnnt`", "Import a real speech corpus (LibriSpeech directories, Common Voice TSV + clips, a Kaldi data directory, MUCS 2021) into the layout of `streamkit corpus asr`: 8 kHz PCM_16 audio, normalised transcripts, language, speaker, grapheme vocabularies and speaker-disjoint splits, so `streamkit train rnnt --corpus DIR` trains on it."),
+    "openset": ("espeak-ng speech of 28 languages the ASR model does not know (dev/test languages disjoint), for its `unknown` answer", "Generate speech of languages the multilingual ASR does not know, for calibrating and measuring its open-set LID (the `unknown` answer): espeak-ng voices of 12 dev and 16 different test languages reading words of the installed gettext catalogs, with the speakers, levels and HF channel augmentation of `corpus asr`."),
     "sed": ("10 s soundscapes of 10 event classes with DCASE labels (synthetic/weak/unlabelled/validation/eval)", "Generate the SED soundscape corpus (DCASE 2019 task 4 layout, 10 classes, 10 s clips): strongly labelled synthetic clips, weak and unlabelled real-domain clips (rooms, backgrounds, microphones), validation and eval with strong labels."),
 }  # fmt: skip
 
@@ -40,6 +41,7 @@ def add_corpus_parsers(co: argparse.ArgumentParser) -> None:
         ("sed", add_sed_arguments, run_sed),
         ("real", add_real_arguments, run_real),
         ("import", add_import_arguments, run_import),
+        ("openset", add_openset_arguments, run_openset),
     ):
         add_command(sub, name, help=DOCS[name][0], description=DOCS[name][1], arguments=arguments, run=run)
 
@@ -303,4 +305,33 @@ def run_import(ns: argparse.Namespace) -> int:
     print(corpus_table(ns.out))
     for line in summary(man):
         print(line)
+    return 0
+
+
+# --------------------------------------------------------------------------- corpus openset
+def add_openset_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of ``streamkit corpus openset``."""
+    parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    parser.add_argument("--per-language", type=int, default=25, metavar="N", help="utterances per language (default 25)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--augment", choices=["hf", "none"], default="hf", help="hf: the mild HF channel of `corpus asr` (default); none: clean")
+    return parser
+
+
+def run_openset(ns: argparse.Namespace) -> int:
+    """Run ``streamkit corpus openset``: progress on stderr, counts on stdout; errors one line, exit 2."""
+    from streamkit.data.openset_corpus import generate
+    from streamkit.data.tts import EspeakMissingError
+
+    def progress(done: int, total: int) -> None:
+        print(f"  {done}/{total} utterances", file=sys.stderr, flush=True)
+
+    try:
+        man = generate(ns.out, ns.per_language, ns.seed, augment=ns.augment, progress=progress)
+    except (ValueError, EspeakMissingError, RuntimeError) as e:
+        print(f"error: {e}".replace("\n", " "), file=sys.stderr)
+        return 2
+    for split, langs in man["languages"].items():
+        c = man["counts"][split]
+        print(f"{split}: {c['utterances']} utterances, {c['hours']:.3f} h, languages {' '.join(langs)}")
     return 0
