@@ -47,7 +47,7 @@ MIN_WORDS = 100
 _FORMAT_SPEC = re.compile(r"%[-+ #0-9.*$]*[a-zA-Z]|\{[^}]*\}|&[a-z]+;|<[^>]*>|_(?=\w)")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def catalog_words(lang: str, locale_dir: str | os.PathLike[str] = LOCALE_DIR) -> tuple[str, ...]:
     """Distinct lower-case words (letters and marks only, 2-20 codepoints, NFC) of every translated
     message in ``locale_dir/<lang>/LC_MESSAGES/*.mo`` (not the ``iso_639`` language names; a word

@@ -606,7 +606,8 @@ class RnntAsr(Sink):
                 x = x.expand(self._onehot.shape[0], 1, x.shape[2])
             enc, self._enc_state = self._m.encoder_step(x, self._enc_state, self._onehot)
         self._dec.advance(enc[:, 0] if self._onehot is not None else enc[0, 0])
-        if self._open_set is not None and self._open_set.update(self._dec.lid.post_last) and self.unknown_stop:
+        e = enc[0, 0].double().numpy() if self._open_set is not None and self._open_set.rule.score == "probe" else None
+        if self._open_set is not None and self._open_set.update(self._dec.lid.post_last, e) and self.unknown_stop:
             self._dec.lid.switch_off_all()
         u = self._utt
         assert u is not None

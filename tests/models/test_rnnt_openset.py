@@ -46,9 +46,9 @@ def test_tracker_is_the_offline_rule_and_choose_picks_a_score() -> None:
     rng = np.random.default_rng(1)
     pos, neg = _posts(rng, 200, 4.0), _posts(rng, 200, 0.0)
     rule, table = osr.choose(pos, neg, max_false_unknown=0.05, checkpoint_frames=20)
-    assert set(table) == set(osr.SCORES) and rule.score in osr.SCORES
+    assert set(table) == {"last", "mean", "frame"} and rule.score in table
     assert table[rule.score]["unknown_rate"] == max(v["unknown_rate"] for v in table.values()) > 0.5
-    for kind in osr.SCORES:
+    for kind in table:
         r = osr.OpenSet(kind, table[kind]["threshold"], 20)
         for p in pos[:40] + neg[:40]:
             tr = osr.OpenSetTracker(r)
@@ -57,6 +57,23 @@ def test_tracker_is_the_offline_rule_and_choose_picks_a_score() -> None:
             assert tr.value == pytest.approx(osr.checkpoint_score(p, kind, 20))
             if any(early):  # the early answer comes at the checkpoint frame only
                 assert early.index(True) == 20 == tr.unknown_at
+
+
+def test_probe_fit_and_streaming_agree() -> None:
+    rng = np.random.default_rng(2)
+    pos_e = [rng.standard_normal((int(rng.integers(10, 60)), 8)) + 1.0 for _ in range(60)]
+    neg_e = [rng.standard_normal((int(rng.integers(10, 60)), 8)) - 1.0 for _ in range(60)]
+    probe = osr.fit_probe(pos_e, neg_e, checkpoint_frames=5)
+    posts = [np.full((e.shape[0], 3), 1 / 3) for e in pos_e + neg_e]
+    rule, table = osr.choose(posts[:60], posts[60:], kinds=("last", "probe"), checkpoint_frames=5, pos_encs=pos_e, neg_encs=neg_e, probe=probe)
+    assert rule.score == "probe" and table["probe"]["unknown_rate"] > 0.9 and rule.probe == probe
+    for p, e in zip(posts[::7], (pos_e + neg_e)[::7]):
+        tr = osr.OpenSetTracker(rule)
+        for a, b in zip(p, e):
+            tr.update(a, b)
+        assert tr.finish() == rule.is_unknown(p, e) and tr.value == pytest.approx(osr.checkpoint_score(p, "probe", 5, e, probe))
+    with pytest.raises(osr.OpenSetError, match="probe weights"):
+        osr.OpenSet("probe", 0.5)
 
 
 def test_calibration_file(tmp_path) -> None:

@@ -41,7 +41,7 @@ import torch
 from streamkit.eval.bench import RESULTS, machine_info, write_result
 from streamkit.models.features import log_mel
 from streamkit.models.rnnt import load_model
-from streamkit.models.rnnt_openset import UNKNOWN, OpenSet, checkpoint_score, choose
+from streamkit.models.rnnt_openset import SCORES, UNKNOWN, OpenSet, checkpoint_score, choose, fit_probe
 from streamkit.train.rnnt_corpus import stacked
 
 REAL_MAX_S = 20.0  #: longer real files are cut to their first 20 s
@@ -56,10 +56,11 @@ def _read_wav(path: Path) -> np.ndarray:
     return x.mean(axis=1)
 
 
-def posteriors(model: Any, x: np.ndarray) -> np.ndarray:
-    """(T, L) LID frame posteriors of one utterance (8 kHz float32)."""
+def posteriors(model: Any, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(T, L) LID frame posteriors and (T, H) encoder frames of one utterance (8 kHz float32)."""
     with torch.inference_mode():
-        return model.lid_logits(model.encode(stacked(log_mel(x))[None]))[0].softmax(-1).double().numpy()
+        enc = model.encode(stacked(log_mel(x))[None])
+        return model.lid_logits(enc)[0].softmax(-1).double().numpy(), enc[0].double().numpy()
 
 
 def jsonl_set(root: Path, split: str, langs: list[str] | None, limit: int | None) -> list[tuple[str, Path]]:
@@ -106,9 +107,9 @@ def real_sets(cache: Path, work: Path, limit: int) -> dict[str, list[tuple[str, 
     return out
 
 
-def answer(rule: OpenSet, post: np.ndarray, langs: list[str]) -> str:
+def answer(rule: OpenSet, post: np.ndarray, enc: np.ndarray, langs: list[str]) -> str:
     """The block's answer on a whole utterance: unknown, or the last-frame LID language."""
-    if checkpoint_score(post, rule.score, rule.checkpoint_frames) < rule.threshold:
+    if checkpoint_score(post, rule.score, rule.checkpoint_frames, enc, rule.probe) < rule.threshold:
         return UNKNOWN
     return langs[int(post[-1].argmax())]
 
@@ -124,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--real-limit", type=int, default=120, help="real files per set (default 120)")
     ap.add_argument("--max-false-unknown", type=float, default=0.03, help="false-unknown target on in-language dev (default 0.03)")
     ap.add_argument("--checkpoint-frames", type=int, default=30, help="early check at this frame (default 30 = the shutoff's tau)")
+    ap.add_argument("--probe-limit", type=int, default=120, help="in-language train utterances per language for the probe (default 120)")
+    ap.add_argument("--scores", default="all", help="score kinds to choose from, comma-separated (default all: last,mean,frame,probe)")
     ap.add_argument("--write-calibration", default=None, metavar="PATH", help="write the chosen rule here (the block's sidecar file)")
     ap.add_argument("--out", default=str(RESULTS / "rnnt_openset.json"))
     a = ap.parse_args(argv)
@@ -134,10 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     langs = list(model.cfg.languages)
     corpus, openset = Path(a.corpus), Path(a.openset)
 
-    def posts_of(items: list[tuple[str, Path]]) -> list[tuple[str, np.ndarray]]:
+    def posts_of(items: list[tuple[str, Path]]) -> list[tuple[str, tuple[np.ndarray, np.ndarray]]]:
         return [(lg, posteriors(model, _read_wav(p))) for lg, p in items]
 
-    sets: dict[str, list[tuple[str, np.ndarray]]] = {
+    sets: dict[str, list[tuple[str, tuple[np.ndarray, np.ndarray]]]] = {
+        "in_train": posts_of(jsonl_set(corpus, "train", langs, a.probe_limit)),
         "in_dev": posts_of(jsonl_set(corpus, "dev", langs, a.limit)),
         "in_test": posts_of(jsonl_set(corpus, "test", langs, a.limit)),
         "neg_dev": posts_of(jsonl_set(openset, "dev", None, a.limit)),
@@ -148,27 +152,38 @@ def main(argv: list[str] | None = None) -> int:
         for k, v in real.items():
             sets[k] = [(lg, posteriors(model, x)) for lg, x in v]
     dev_neg = sets["neg_dev"] + sets.get("cs_dev", [])
-    rule, table = choose([p for _, p in sets["in_dev"]], [p for _, p in dev_neg], max_false_unknown=a.max_false_unknown,
-                         checkpoint_frames=a.checkpoint_frames)  # fmt: skip
+    # the probe: in-language train utterances against the dev languages (never a test language)
+    probe = fit_probe([e for _, (_, e) in sets["in_train"]], [e for _, (_, e) in sets["neg_dev"]], a.checkpoint_frames)  # espeak only: real negatives teach it "real = unknown"
+    kinds = SCORES if a.scores == "all" else tuple(a.scores.split(","))
+    rule, table = choose([p for _, (p, _) in sets["in_dev"]], [p for _, (p, _) in dev_neg], max_false_unknown=a.max_false_unknown,
+                         checkpoint_frames=a.checkpoint_frames, kinds=kinds, pos_encs=[e for _, (_, e) in sets["in_dev"]],
+                         neg_encs=[e for _, (_, e) in dev_neg], probe=probe)  # fmt: skip
     rule = OpenSet(rule.score, rule.threshold, rule.checkpoint_frames, rule.max_false_unknown,
                    {"scores": table, "in_language": len(sets["in_dev"]), "negatives": len(dev_neg),
                     "negative_sets": {"espeak": len(sets["neg_dev"]), "fillets-ng-data-cs": len(sets.get("cs_dev", []))}},
-                   "python benchmarks/rnnt_openset.py " + " ".join(argv if argv is not None else __import__("sys").argv[1:]))  # fmt: skip
-    res: dict[str, Any] = {"model": Path(a.model).name, "rule": rule.to_dict(), "sets": {}}
+                   "python benchmarks/rnnt_openset.py " + " ".join(argv if argv is not None else __import__("sys").argv[1:]),
+                   rule.probe)  # fmt: skip
+    res: dict[str, Any] = {"model": Path(a.model).name, "rule": {k: v for k, v in rule.to_dict().items() if k != "probe"}, "sets": {},
+                           "test_by_score": {}}  # fmt: skip
+    for k in kinds:  # every kind at its own dev threshold, on the test sets (for the record; the choice is on dev)
+        r = OpenSet(k, table[k]["threshold"], a.checkpoint_frames, probe=probe if k == "probe" else None)
+        res["test_by_score"][k] = {n: round(100 * float(np.mean([answer(r, p, e, langs) == UNKNOWN for _, (p, e) in sets[n]])), 2)
+                                   for n in ("in_test", "neg_test", "cs_test", "en_real") if sets.get(n)}  # fmt: skip
+        print(f"  {k:<6} dev th {table[k]['threshold']:.3f}: unknown % " + ", ".join(f"{n} {v}" for n, v in res["test_by_score"][k].items()))
     for name, items in sets.items():
-        ans = [answer(rule, p, langs) for _, p in items]
+        ans = [answer(rule, p, e, langs) for _, (p, e) in items]
         ref = [lg for lg, _ in items]
         unk = float(np.mean([x == UNKNOWN for x in ans])) if ans else float("nan")
         row: dict[str, Any] = {"utterances": len(items), "unknown_pct": round(100 * unk, 2)}
         if items and ref[0] in langs:
             row["lid_pct"] = round(100 * float(np.mean([x == r for x, r in zip(ans, ref)])), 2)
-            row["lid_closed_set_pct"] = round(100 * float(np.mean([langs[int(p[-1].argmax())] == r for r, (_, p) in zip(ref, items)])), 2)
+            row["lid_closed_set_pct"] = round(100 * float(np.mean([langs[int(p[-1].argmax())] == r for r, (_, (p, _e)) in zip(ref, items)])), 2)
         per: dict[str, float] = {}
         for lg in dict.fromkeys(ref):
             per[lg] = round(100 * float(np.mean([x == UNKNOWN for x, r in zip(ans, ref) if r == lg])), 1)
         row["unknown_pct_per_language"] = per
         if items and ref[0] not in langs:
-            closed = [langs[int(p[-1].argmax())] for _, p in items]
+            closed = [langs[int(p[-1].argmax())] for _, (p, _e) in items]
             row["closed_set_answers"] = {lg: closed.count(lg) for lg in langs}
         res["sets"][name] = row
         print(f"{name:<9} n={len(items):<5} unknown {row['unknown_pct']:6.2f} %" + (f"  LID {row['lid_pct']:6.2f} % (closed set {row['lid_closed_set_pct']:.2f} %)" if "lid_pct" in row else ""), flush=True)  # fmt: skip
