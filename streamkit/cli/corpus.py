@@ -1,4 +1,4 @@
-"""``streamkit corpus hf|asr|sed|real``: generate the training and evaluation corpora.
+"""``streamkit corpus hf|asr|sed|real|import|openset``: generate the training and evaluation corpora.
 
 The generators live in :mod:`streamkit.data` (``generate`` and ``corpus_table`` of
 :mod:`~streamkit.data.hf_corpus`, :mod:`~streamkit.data.asr_corpus`,
@@ -27,6 +27,8 @@ DOCS = {
     "hf": ("espeak-ng speech through the HF channel simulator, with labels and RTTM", "Generate the parallel HF speech corpus: espeak-ng speech in the paper's layout, through the HF channel simulator, with sample-exact labels and RTTM, train/dev/eval splits."),
     "asr": ("multilingual (en, hi, ta, gu) espeak-ng sentences with transcripts and grapheme vocabularies", "Generate the multilingual ASR corpus (en, hi, ta, gu): espeak-ng sentences from offline word lists, speakers disjoint across train/dev/test, optional HF channel augmentation, grapheme vocabularies with B_ word-start symbols."),
     "real": ("real recordings from pinned Debian packages: speech among real distractors, event clips, off-air modems", "Build the real-recordings corpus: fetch pinned Debian packages of real recordings (apt-get download, SHA-256 checked, dpkg-deb -x), classify their audio, and write speech scenes among real distractors with RTTM labels (train/dev from training packages, eval from evaluation-only packages), real DCASE event clips and 10 s event scenes, and off-air modem recordings without speech. GPL/CC-BY-SA audio: used locally, never redistributed."),
+    "import": ("a real corpus (LibriSpeech, Common Voice, Kaldi, MUCS 2021) in the `corpus asr` layout, for `train rnnt`", "Import a real speech corpus (LibriSpeech directories, Common Voice TSV + clips, a Kaldi data directory, MUCS 2021) into the layout of `streamkit corpus asr`: 8 kHz PCM_16 audio, normalised transcripts, language, speaker, grapheme vocabularies and speaker-disjoint splits, so `streamkit train rnnt --corpus DIR` trains on it."),
+    "openset": ("espeak-ng speech of 28 languages the ASR model does not know (dev/test languages disjoint), for its `unknown` answer", "Generate speech of languages the multilingual ASR does not know, for calibrating and measuring its open-set LID (the `unknown` answer): espeak-ng voices of 12 dev and 16 different test languages reading words of the installed gettext catalogs, with the speakers, levels and HF channel augmentation of `corpus asr`."),
     "sed": ("10 s soundscapes of 10 event classes with DCASE labels (synthetic/weak/unlabelled/validation/eval)", "Generate the SED soundscape corpus (DCASE 2019 task 4 layout, 10 classes, 10 s clips): strongly labelled synthetic clips, weak and unlabelled real-domain clips (rooms, backgrounds, microphones), validation and eval with strong labels."),
 }  # fmt: skip
 
@@ -38,6 +40,8 @@ def add_corpus_parsers(co: argparse.ArgumentParser) -> None:
         ("asr", add_asr_arguments, run_asr),
         ("sed", add_sed_arguments, run_sed),
         ("real", add_real_arguments, run_real),
+        ("import", add_import_arguments, run_import),
+        ("openset", add_openset_arguments, run_openset),
     ):
         add_command(sub, name, help=DOCS[name][0], description=DOCS[name][1], arguments=arguments, run=run)
 
@@ -245,4 +249,89 @@ def run_real(ns: argparse.Namespace) -> int:
         print(f"error: {e}".replace("\n", " "), file=sys.stderr)
         return 2
     print(corpus_table(man))
+    return 0
+
+
+# --------------------------------------------------------------------------- corpus import
+def add_import_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of ``streamkit corpus import``."""
+    from streamkit.data.corpus_formats import FORMATS
+    from streamkit.data.corpus_import import VOCABS
+
+    parser.add_argument("--format", required=True, choices=FORMATS, help="layout of the source(s)")
+    parser.add_argument("sources", nargs="+", metavar="[SPLIT=]SRC",
+                        help="source directory; SPLIT=SRC (train/dev/test) puts all of it in that split, else the split is the "
+                             "one the layout names or is assigned by speaker")  # fmt: skip
+    parser.add_argument("--out", required=True, metavar="DIR", help="output directory (the layout of `streamkit corpus asr`)")
+    parser.add_argument("--lang", default=None, metavar="CODE",
+                        help="language code of the transcripts (required for kaldi; default en for librispeech; "
+                             "commonvoice: its locale column; mucs: its language directories)")  # fmt: skip
+    parser.add_argument("--vocab", choices=VOCABS, default="auto",
+                        help="auto (default): en/hi/ta/gu get the vocabulary of the shipped model (so --init-from fits), "
+                             "other languages their transcripts' graphemes; transcripts: every vocabulary from the transcripts")  # fmt: skip
+    parser.add_argument("--splits", type=float, nargs=3, default=(0.8, 0.1, 0.1), metavar=("TRAIN", "DEV", "TEST"),
+                        help="fractions for the speakers without a named split (default 0.8 0.1 0.1)")  # fmt: skip
+    parser.add_argument("--seed", type=int, default=0, help="seed of the speaker split (default 0)")
+    return parser
+
+
+def run_import(ns: argparse.Namespace) -> int:
+    """Run ``streamkit corpus import``: progress on stderr, the corpus table and what was left out on
+    stdout; user errors print one line and return 2."""
+    from streamkit.data import wordlists
+    from streamkit.data.asr_corpus import corpus_table
+    from streamkit.data.corpus_formats import SPLIT_NAMES, FormatError
+    from streamkit.data.corpus_import import import_corpus, summary
+
+    def progress(done: int, total: int, audio_s: float) -> None:
+        print(f"  {done}/{total} utterances, {audio_s / 3600:.3f} h", file=sys.stderr, flush=True)
+
+    sources: list[tuple[str | None, str]] = []
+    for s in ns.sources:
+        head, sep, tail = s.partition("=")
+        if sep and head in SPLIT_NAMES:
+            sources.append((head, tail))
+        elif sep and "/" not in head and head:
+            print(f"error: {s}: unknown split {head!r} (want train=, dev= or test= before the directory)", file=sys.stderr)
+            return 2
+        else:
+            sources.append((None, s))
+    try:
+        man = import_corpus(ns.format, sources, ns.out, lang=ns.lang, vocab=ns.vocab, splits=tuple(ns.splits), seed=ns.seed,
+                            progress=progress, command=" ".join(["streamkit", *sys.argv[1:]]))  # fmt: skip
+    except (FormatError, wordlists.WordListMissingError, OSError) as e:
+        print(f"error: {e}".replace("\n", " "), file=sys.stderr)
+        return 2
+    print(corpus_table(ns.out))
+    for line in summary(man):
+        print(line)
+    return 0
+
+
+# --------------------------------------------------------------------------- corpus openset
+def add_openset_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of ``streamkit corpus openset``."""
+    parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    parser.add_argument("--per-language", type=int, default=25, metavar="N", help="utterances per language (default 25)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--augment", choices=["hf", "none"], default="hf", help="hf: the mild HF channel of `corpus asr` (default); none: clean")
+    return parser
+
+
+def run_openset(ns: argparse.Namespace) -> int:
+    """Run ``streamkit corpus openset``: progress on stderr, counts on stdout; errors one line, exit 2."""
+    from streamkit.data.openset_corpus import generate
+    from streamkit.data.tts import EspeakMissingError
+
+    def progress(done: int, total: int) -> None:
+        print(f"  {done}/{total} utterances", file=sys.stderr, flush=True)
+
+    try:
+        man = generate(ns.out, ns.per_language, ns.seed, augment=ns.augment, progress=progress)
+    except (ValueError, EspeakMissingError, RuntimeError) as e:
+        print(f"error: {e}".replace("\n", " "), file=sys.stderr)
+        return 2
+    for split, langs in man["languages"].items():
+        c = man["counts"][split]
+        print(f"{split}: {c['utterances']} utterances, {c['hours']:.3f} h, languages {' '.join(langs)}")
     return 0

@@ -386,7 +386,7 @@ class LidShutoff:
         self.scores = self.scores + lp if self.score == "sum" else lp
         self.post_last = np.exp(lp)
         self.post_sum = self.post_sum + self.post_last
-        if t > self.tau and self.s_th < INF:
+        if t > self.tau and self.s_th < INF and self.active.any():
             on = np.flatnonzero(self.active)
             sc = self.scores if self.log_prior is None else self.scores + self.log_prior
             s_max = float(np.max(sc[on]))
@@ -397,6 +397,13 @@ class LidShutoff:
         self.decoded += self.active
         self.t = t + 1
         return self.active.copy()
+
+    def switch_off_all(self) -> None:
+        """Stop every decoder still running from the next frame on (the open-set ``unknown``
+        answer); their ``off_frame`` is the next frame's index."""
+        for l in np.flatnonzero(self.active):  # noqa: E741
+            self.active[l] = False
+            self.off_frame[l] = self.t
 
     def count_frame(self) -> np.ndarray:
         """A frame without LID (no head): every started decoder decodes it."""
@@ -423,6 +430,8 @@ class LidShutoff:
         if rule not in LID_SELECTS:
             raise ValueError(f"rule must be one of {LID_SELECTS}, got {rule!r}")
         on = np.flatnonzero(self.active)
+        if on.size == 0:  # every decoder switched off (the open-set rule): the best started language
+            on = np.asarray(self.started)
         post = self.avg_posterior() if rule == "mean" else self.post_last
         if self.log_prior is None:
             return int(on[int(np.argmax(post[on]))])

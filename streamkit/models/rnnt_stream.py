@@ -29,6 +29,7 @@ from streamkit.core.types import Chunk, StreamSpec
 ASR_PARTIAL = "asr.partial"
 ASR_FINAL = "asr.final"
 LID_RESULT = "lid.result"
+UNKNOWN = "unknown"  #: the open-set answer (the same as streamkit.models.rnnt_openset.UNKNOWN)
 
 RATE = 8000
 FRAME_SHIFT = 240  #: samples per 30 ms stacked frame
@@ -106,6 +107,11 @@ class LidResult:
             it survived).
         t_avg: paper eq. 2.
         frames: frames decoded.
+        closed_set_lang: the model language the rules above chose; ``lang`` is ``"unknown"``
+            instead when the open-set rule rejected it (else the same).
+        open_set: the open-set rule's figures (``score``: its kind, ``value``: the lowest score at
+            its checkpoints, ``threshold``, ``unknown_at``: the frame it answered unknown, or
+            None), None when no rule is used (see ``unknown`` of :class:`RnntAsr`).
     """
 
     utterance_id: int
@@ -116,6 +122,8 @@ class LidResult:
     switched_off: dict[str, int | None]
     t_avg: float
     frames: int
+    closed_set_lang: str = ""
+    open_set: dict[str, Any] | None = None
 
 
 def symbol_tables(cfg: Any, meta: Mapping[str, Any]) -> list[list[str]]:
@@ -258,6 +266,14 @@ class RnntAsr(Sink):
             name → word file; None: unconstrained spelling. Built in ``start`` (about 2.5 s for
             the four shipped languages' 260 000 words), once per process for the same files.
         word_penalty (None = 0, with a lexicon 3.0): with a lexicon, subtracted from the log-probability of each word start.
+        unknown (``"auto"``): the open-set LID rule (:mod:`streamkit.models.rnnt_openset`): an
+            utterance whose LID confidence is below a calibrated threshold at frame ``tau`` of the
+            rule or at its end is answered ``lang: "unknown"`` with no text. ``"auto"``: the
+            calibration file next to the weights (``X.openset.json`` beside ``X.pt``; the shipped
+            model has one), none if there is none; a path: that file; None: closed set (always one
+            of the model's languages). Used only when several languages are decoded by an LID head.
+        unknown_stop (True): when the rule answers unknown at its checkpoint, switch every decoder
+            off for the rest of the utterance (the shutoff's last step; T_avg falls accordingly).
     Events:
         ``asr.partial`` / ``asr.final`` (:class:`AsrResult`), span = the utterance's samples so far /
         in total; ``lid.result`` (:class:`LidResult`) after each final, same span. Word spans: a token
@@ -295,6 +311,8 @@ class RnntAsr(Sink):
         threads: int = 1,
         lexicon: str | Path | Mapping[str, str | Path] | None = None,
         word_penalty: float | None = None,
+        unknown: str | Path | None = "auto",
+        unknown_stop: bool = True,
         name: str | None = None,
     ) -> None:
         super().__init__(name=name)
@@ -343,6 +361,14 @@ class RnntAsr(Sink):
         self.word_penalty = number("word_penalty", word_penalty, 0.0, finite=False)
         if not math.isfinite(self.word_penalty):
             raise ConfigError(f"word_penalty must be finite, got {word_penalty!r}")
+        if unknown is not None and (not isinstance(unknown, (str, Path)) or not str(unknown) or str(unknown) == "none"):
+            if str(unknown) != "none":
+                raise ConfigError(f"unknown must be 'auto', a calibration file path or None, got {unknown!r}")
+            unknown = None
+        self.unknown = unknown
+        if not isinstance(unknown_stop, bool):
+            raise ConfigError(f"unknown_stop must be true or false, got {unknown_stop!r}")
+        self.unknown_stop = unknown_stop
         self.nonfinite_samples = 0
         self._ctx: Context | None = None
         self._m: Any = None
@@ -402,6 +428,7 @@ class RnntAsr(Sink):
             lid_score=self._lid_score,
             lid_prior=prior,
         )
+        self._open_set = self._load_open_set(cfg)
         self._feat = LogMelStream()
         self._dtype = model.feat_mean.dtype
         self._onehot = torch.arange(cfg.n_lang) if cfg.variant == "onehot" else None
@@ -411,6 +438,24 @@ class RnntAsr(Sink):
         self._next_id = 0
         self._clear()
         self._warm_up()
+
+    def _load_open_set(self, cfg: Any) -> Any:
+        """The open-set tracker of ``unknown`` (None: closed set)."""
+        from streamkit.models import rnnt_openset as osr
+
+        if self.unknown is None:
+            return None
+        path = osr.sidecar(self.model) if self.unknown == "auto" else Path(self.unknown)
+        if self.unknown == "auto" and not path.is_file():
+            return None
+        if not (cfg.has_lid and len(self._dec.searches) > 1):
+            if self.unknown == "auto":
+                return None
+            raise ConfigError(f"{self.name}: unknown={str(path)!r} needs an LID model decoding several languages")
+        try:
+            return osr.OpenSetTracker(osr.load(path))
+        except osr.OpenSetError as e:
+            raise ConfigError(f"{self.name}: {e}") from e
 
     def _warm_up(self) -> None:
         """Run one short utterance of noise through the whole path (features, encoder, beam search,
@@ -507,6 +552,8 @@ class RnntAsr(Sink):
         self._hist_end = None
         self._feat.reset()
         self._dec.reset()
+        if self._open_set is not None:
+            self._open_set.reset()
         self._enc_state = None
         self._utt = {
             "id": self._next_id,
@@ -559,6 +606,9 @@ class RnntAsr(Sink):
                 x = x.expand(self._onehot.shape[0], 1, x.shape[2])
             enc, self._enc_state = self._m.encoder_step(x, self._enc_state, self._onehot)
         self._dec.advance(enc[:, 0] if self._onehot is not None else enc[0, 0])
+        e = enc[0, 0].double().numpy() if self._open_set is not None and self._open_set.rule.score == "probe" else None
+        if self._open_set is not None and self._open_set.update(self._dec.lid.post_last, e) and self.unknown_stop:
+            self._dec.lid.switch_off_all()
         u = self._utt
         assert u is not None
         t = self._dec.t
@@ -616,7 +666,12 @@ class RnntAsr(Sink):
         res = self._dec.result()
         text, words = self._text(res, u)
         span = (int(u["origin"]), int(u["origin"] + u["fed"]))
-        ctx.emit(ASR_FINAL, self._payload(res, u, text, words, final=True), span=span)
+        closed = self._lang_name(res.lang)
+        unknown = self._open_set is not None and self._open_set.finish()
+        payload = self._payload(res, u, text, words, final=True)
+        if unknown:  # no text: the decoders spell only the model's languages (see docs/asr.md)
+            payload = AsrResult(payload.utterance_id, payload.revision, True, UNKNOWN, "", (), 0.0, payload.score, payload.frames, payload.t_avg)
+        ctx.emit(ASR_FINAL, payload, span=span)
         cfg = self._m.cfg
         dec = self._dec
         names = cfg.languages
@@ -635,8 +690,6 @@ class RnntAsr(Sink):
             method += "+prior"
         posts = {names[i]: float(p) for i, p in enumerate(res.lid_posterior)} if res.lid_posterior is not None else {}
         off = {} if cfg.variant == "vanilla" else {names[int(lg)]: res.off_frame[int(lg)] for lg in decoded}
-        ctx.emit(
-            LID_RESULT,
-            LidResult(int(u["id"]), self._lang_name(res.lang), method, conf, posts, off, float(res.t_avg), int(res.frames_total)),
-            span=span,
-        )
+        summary = dict(self._open_set.summary()) if self._open_set is not None else None
+        lang = UNKNOWN if unknown else closed
+        ctx.emit(LID_RESULT, LidResult(int(u["id"]), lang, method, conf, posts, off, float(res.t_avg), int(res.frames_total), closed, summary), span=span)
