@@ -199,8 +199,17 @@ def run_sed(ns: argparse.Namespace) -> int:
         return 2
     counts = {sub: getattr(ns, f"clips_{sub}") for sub in SUBSETS}
     try:
-        man = generate(ns.out, counts, ns.seed, rate=ns.rate, jobs=ns.jobs, progress=progress, gap=ns.domain_gap,
-                       real_clips=ns.real_clips, real_fraction=ns.real_fraction)
+        man = generate(
+            ns.out,
+            counts,
+            ns.seed,
+            rate=ns.rate,
+            jobs=ns.jobs,
+            progress=progress,
+            gap=ns.domain_gap,
+            real_clips=ns.real_clips,
+            real_fraction=ns.real_fraction,
+        )
     except (ValueError, EspeakMissingError, OSError) as e:
         print(f"error: {e}".replace("\n", " "), file=sys.stderr)
         return 2

@@ -39,8 +39,22 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FORMAT", "SCORES", "UNKNOWN", "OpenSet", "OpenSetTracker", "calibrate", "checkpoint_score", "choose", "enc_stats", "fit_probe", "load", "probe_value",
-           "sidecar", "utterance_scores"]
+__all__ = [
+    "FORMAT",
+    "SCORES",
+    "UNKNOWN",
+    "OpenSet",
+    "OpenSetTracker",
+    "calibrate",
+    "checkpoint_score",
+    "choose",
+    "enc_stats",
+    "fit_probe",
+    "load",
+    "probe_value",
+    "sidecar",
+    "utterance_scores",
+]
 
 FORMAT = "streamkit-openset/1"
 UNKNOWN = "unknown"
