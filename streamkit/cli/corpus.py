@@ -1,4 +1,4 @@
-"""``streamkit corpus hf|asr|sed|real``: generate the training and evaluation corpora.
+"""``streamkit corpus hf|asr|sed|real|transmission``: generate the training and evaluation corpora.
 
 The generators live in :mod:`streamkit.data` (``generate`` and ``corpus_table`` of
 :mod:`~streamkit.data.hf_corpus`, :mod:`~streamkit.data.asr_corpus`,
@@ -27,6 +27,7 @@ DOCS = {
     "hf": ("espeak-ng speech through the HF channel simulator, with labels and RTTM", "Generate the parallel HF speech corpus: espeak-ng speech in the paper's layout, through the HF channel simulator, with sample-exact labels and RTTM, train/dev/eval splits."),
     "asr": ("multilingual (en, hi, ta, gu) espeak-ng sentences with transcripts and grapheme vocabularies", "Generate the multilingual ASR corpus (en, hi, ta, gu): espeak-ng sentences from offline word lists, speakers disjoint across train/dev/test, optional HF channel augmentation, grapheme vocabularies with B_ word-start symbols."),
     "real": ("real recordings from pinned Debian packages: speech among real distractors, event clips, off-air modems", "Build the real-recordings corpus: fetch pinned Debian packages of real recordings (apt-get download, SHA-256 checked, dpkg-deb -x), classify their audio, and write speech scenes among real distractors with RTTM labels (train/dev from training packages, eval from evaluation-only packages), real DCASE event clips and 10 s event scenes, and off-air modem recordings without speech. GPL/CC-BY-SA audio: used locally, never redistributed."),
+    "transmission": ("a transmission for a real parallel corpus: chirp markers around speech sequences, with its schedule and labels", "Build a transmission: 4 s chirp markers (Gold-coded, mutually near-orthogonal) around sequences of utterances, 5 s of silence after each marker and 1 s after each sequence; writes the audio, the schedule (<out>.json: every marker's and utterance's first sample) and the speech labels (<out>.rttm). Transmit it, record the reception, and `streamkit align` recovers the parallel corpus."),
     "sed": ("10 s soundscapes of 10 event classes with DCASE labels (synthetic/weak/unlabelled/validation/eval)", "Generate the SED soundscape corpus (DCASE 2019 task 4 layout, 10 classes, 10 s clips): strongly labelled synthetic clips, weak and unlabelled real-domain clips (rooms, backgrounds, microphones), validation and eval with strong labels."),
 }  # fmt: skip
 
@@ -38,6 +39,7 @@ def add_corpus_parsers(co: argparse.ArgumentParser) -> None:
         ("asr", add_asr_arguments, run_asr),
         ("sed", add_sed_arguments, run_sed),
         ("real", add_real_arguments, run_real),
+        ("transmission", "streamkit.cli.align:add_transmission_arguments", "streamkit.cli.align:run_transmission"),
     ):
         add_command(sub, name, help=DOCS[name][0], description=DOCS[name][1], arguments=arguments, run=run)
 
