@@ -3,7 +3,8 @@
 * :mod:`streamkit.cli.monitor`: ``monitor`` (KiwiSDR stations), ``mic``, ``devices``, ``emulate kiwi``;
 * :mod:`streamkit.cli.files`: ``sad``, ``eval sad``, ``transcribe``, ``sed`` over audio files;
 * :mod:`streamkit.cli.graphs`: ``run``, ``bench``, ``describe``, ``blocks`` for graph files;
-* :mod:`streamkit.cli.corpus`: ``corpus hf|asr|sed``;
+* :mod:`streamkit.cli.corpus`: ``corpus hf|asr|sed|real|transmission``;
+* :mod:`streamkit.cli.align`: ``align`` (a reception against its transmission's markers);
 * :mod:`streamkit.cli.train`: ``train sad-dnn|rnnt|rnnt-lid|sed|sed-post``;
 * :mod:`streamkit.cli.common`: exit statuses, errors, the command registration, output helpers.
 
@@ -38,7 +39,7 @@ import argparse
 import sys
 
 import streamkit
-from streamkit.cli import corpus, files, graphs, monitor, train
+from streamkit.cli import align, corpus, files, graphs, monitor, train
 from streamkit.cli.common import EXIT_CONSOLE_LOST, EXIT_RUNTIME, EXIT_USAGE, CliError, commands
 from streamkit.core.errors import BlockError, GraphFatal, StreamkitError
 
@@ -53,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"streamkit {streamkit.__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="log debug messages and show tracebacks")
     sub = commands(p, "cmd")
-    for family in (monitor, corpus, files, train, graphs):
+    for family in (monitor, corpus, align, files, train, graphs):
         family.add_parsers(sub)
     return p
 

@@ -1,4 +1,4 @@
-"""``streamkit corpus hf|asr|sed|real|import|openset``: generate the training and evaluation corpora.
+"""``streamkit corpus hf|asr|sed|real|import|openset|transmission``: generate the training and evaluation corpora.
 
 The generators live in :mod:`streamkit.data` (``generate`` and ``corpus_table`` of
 :mod:`~streamkit.data.hf_corpus`, :mod:`~streamkit.data.asr_corpus`,
@@ -29,6 +29,7 @@ DOCS = {
     "real": ("real recordings from pinned Debian packages: speech among real distractors, event clips, off-air modems", "Build the real-recordings corpus: fetch pinned Debian packages of real recordings (apt-get download, SHA-256 checked, dpkg-deb -x), classify their audio, and write speech scenes among real distractors with RTTM labels (train/dev from training packages, eval from evaluation-only packages), real DCASE event clips and 10 s event scenes, and off-air modem recordings without speech. GPL/CC-BY-SA audio: used locally, never redistributed."),
     "import": ("a real corpus (LibriSpeech, Common Voice, Kaldi, MUCS 2021) in the `corpus asr` layout, for `train rnnt`", "Import a real speech corpus (LibriSpeech directories, Common Voice TSV + clips, a Kaldi data directory, MUCS 2021) into the layout of `streamkit corpus asr`: 8 kHz PCM_16 audio, normalised transcripts, language, speaker, grapheme vocabularies and speaker-disjoint splits, so `streamkit train rnnt --corpus DIR` trains on it."),
     "openset": ("espeak-ng speech of 28 languages the ASR model does not know (dev/test languages disjoint), for its `unknown` answer", "Generate speech of languages the multilingual ASR does not know, for calibrating and measuring its open-set LID (the `unknown` answer): espeak-ng voices of 12 dev and 16 different test languages reading words of the installed gettext catalogs, with the speakers, levels and HF channel augmentation of `corpus asr`."),
+    "transmission": ("a transmission for a real parallel corpus: chirp markers around speech sequences, with its schedule and labels", "Build a transmission: 4 s chirp markers (Gold-coded, mutually near-orthogonal) around sequences of utterances, 5 s of silence after each marker and 1 s after each sequence; writes the audio, the schedule (<out>.json: every marker's and utterance's first sample) and the speech labels (<out>.rttm). Transmit it, record the reception, and `streamkit align` recovers the parallel corpus."),
     "sed": ("10 s soundscapes of 10 event classes with DCASE labels (synthetic/weak/unlabelled/validation/eval)", "Generate the SED soundscape corpus (DCASE 2019 task 4 layout, 10 classes, 10 s clips): strongly labelled synthetic clips, weak and unlabelled real-domain clips (rooms, backgrounds, microphones), validation and eval with strong labels."),
 }  # fmt: skip
 
@@ -42,6 +43,7 @@ def add_corpus_parsers(co: argparse.ArgumentParser) -> None:
         ("real", add_real_arguments, run_real),
         ("import", add_import_arguments, run_import),
         ("openset", add_openset_arguments, run_openset),
+        ("transmission", "streamkit.cli.align:add_transmission_arguments", "streamkit.cli.align:run_transmission"),
     ):
         add_command(sub, name, help=DOCS[name][0], description=DOCS[name][1], arguments=arguments, run=run)
 

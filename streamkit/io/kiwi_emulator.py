@@ -647,6 +647,10 @@ def add_emulator_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--station", action="append", default=[], metavar="KHZ=KIND", help="add a station, e.g. 7074=tone:1500:-12+noise:-40 or 9500=speech:3"
     )
+    parser.add_argument(
+        "--play", action="append", default=[], metavar="FREQ_KHZ:PATH[:PPM[:DELAY_S]]",
+        help="a station playing an audio file from the connection's start + DELAY_S, its clock PPM fast (see streamkit.io.kiwi_signal_file)",
+    )  # fmt: skip
     parser.add_argument("--no-default-stations", action="store_true", help="start from an empty station list")
     parser.add_argument("--duration", type=float, default=None, help="stop after S seconds (default: until Ctrl-C)")
     parser.add_argument("--max-sessions", type=int, default=None, help="stop after N sessions have ended (deterministic captures)")
@@ -671,6 +675,11 @@ def config_from_args(ns: argparse.Namespace) -> EmulatorConfig:
     signals = {} if ns.no_default_stations else default_stations()
     for spec in ns.station:
         khz, fn = parse_station_spec(spec)
+        signals[khz] = fn
+    for spec in getattr(ns, "play", []):
+        from streamkit.io.kiwi_signal_file import parse_play_spec
+
+        khz, fn = parse_play_spec(spec)
         signals[khz] = fn
     cfg = EmulatorConfig(
         host=ns.host,
