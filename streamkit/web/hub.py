@@ -99,6 +99,7 @@ class StationFeed:
                                        "stream_s": 0.0, "gaps": 0, "lost_s": 0.0, "segments": {}, "speech_t": None, "lang": None,
                                        "text": None, "partial": None, "classes": {}}  # fmt: skip
         self.dropped_frames_total = 0
+        self.version = 0  # bumped under ``lock`` whenever ``status`` or ``rate`` changes
 
     # -- engine side (the tap) -----------------------------------------------------------------------
     def add_rows(self, rows: Iterable[tuple[float, float, bool, str | None, bytes]]) -> None:
@@ -107,10 +108,13 @@ class StationFeed:
                 self.rows.add(r)
                 if r[2]:
                     self.status["lost_s"] += r[1]
+                    self.version += 1
 
     def add_audio(self, start: int, rate: float, samples: np.ndarray, lost_s: float = 0.0, gap: bool = False) -> None:
         with self.lock:
-            self.rate = rate
+            if rate != self.rate:
+                self.rate = rate
+                self.version += 1
             self.audio.add((start, rate, samples, lost_s, gap))
 
     # -- engine side (events) -------------------------------------------------------------------------
@@ -119,6 +123,7 @@ class StationFeed:
         p = d["payload"] if isinstance(d["payload"], dict) else {}
         k = ev.kind
         with self.lock:
+            self.version += 1
             s = self.status
             if k == E.SOURCE_STATE:
                 st = p.get("state", "")
@@ -195,6 +200,7 @@ class LiveHub:
         self.ended: str | None = None
         self.started_ns = time.time_ns()
         self.events_sink = HubEvents(self)
+        self._status_cache: tuple[int, str] | None = None
         _HUBS[self.id] = self
 
     def station(self, name: str, **info: Any) -> StationFeed:
@@ -218,6 +224,25 @@ class LiveHub:
     def end(self, reason: str = "run finished") -> None:
         """The run is over: viewers are told so (their pages keep what they show)."""
         self.ended = reason
+
+    def stations_status(self) -> str:
+        """Every station's status as a JSON list, made again only after a status changed (viewers share it)."""
+        version = sum(f.version for f in list(self.feeds))
+        cached = self._status_cache
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        st = []
+        for f in list(self.feeds):
+            with f.lock:
+                s = dict(f.status)
+                s["segments"] = dict(s["segments"])
+                s["classes"] = dict(s["classes"])
+            s["index"] = f.index
+            s["rate"] = f.rate
+            st.append(s)
+        text = json.dumps(st, default=_json_default)
+        self._status_cache = (version, text)
+        return text
 
     def stations_json(self) -> list[dict[str, Any]]:
         return [{"index": f.index, "name": f.name, **f.info, "rate": f.rate} for f in list(self.feeds)]
@@ -366,20 +391,13 @@ class Viewer:
         return out
 
     def status(self) -> str:
-        st = []
-        for f in list(self.hub.feeds):
-            with f.lock:
-                s = dict(f.status)
-                s["segments"] = dict(s["segments"])
-                s["classes"] = dict(s["classes"])
-            s["index"] = f.index
-            s["rate"] = f.rate
-            st.append(s)
+        """The status message: every station's status (shared by all viewers, see
+        :meth:`LiveHub.stations_status`) and this viewer's own counters."""
         v = self.stats
-        return json.dumps({"type": "status", "t": time.time(), "stations": st, "ended": self.hub.ended,
+        head = json.dumps({"type": "status", "t": time.time(), "ended": self.hub.ended,
                            "viewer": {"dropped_frames": v.dropped_frames, "missed_rows": v.missed_rows, "missed_events": v.missed_events,
-                                      "missed_audio": v.missed_audio, "frames_sent": v.frames_sent, "bytes_sent": v.bytes_sent}},
-                          default=_json_default)  # fmt: skip
+                                      "missed_audio": v.missed_audio, "frames_sent": v.frames_sent, "bytes_sent": v.bytes_sent}})  # fmt: skip
+        return head[:-1] + ', "stations": ' + self.hub.stations_status() + "}"
 
 
 def _json_default(o: Any) -> Any:

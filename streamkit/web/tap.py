@@ -71,6 +71,7 @@ class WebTap(Sink):
         assert self._feed is not None
         with self._feed.lock:
             self._feed.rate = float(self._rate)
+            self._feed.version += 1
 
     def consume(self, chunk: Chunk, ctx: Context) -> None:
         feed, wf = self._feed, self._wf

@@ -140,3 +140,14 @@ def test_hubs_are_found_by_id():
         assert "no live hub" in str(exc)
     else:
         raise AssertionError("expected KeyError")
+
+
+def test_the_stations_status_is_made_once_for_all_viewers_until_it_changes():
+    hub = LiveHub()
+    hub.events_sink.handle(ev("kiwi.smeter", {"dbm": -70.0}, stream="k"))
+    a = hub.stations_status()
+    assert hub.stations_status() is a  # nothing changed: the same text for every viewer
+    v1, v2 = json.loads(Viewer(hub).status()), json.loads(Viewer(hub).status())
+    assert v1["stations"] == v2["stations"] and v1["stations"][0]["smeter_dbm"] == -70.0
+    hub.events_sink.handle(ev("kiwi.smeter", {"dbm": -60.0}, stream="k"))
+    assert json.loads(hub.stations_status())[0]["smeter_dbm"] == -60.0
