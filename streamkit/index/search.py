@@ -137,32 +137,33 @@ def search(query: str, index: str | os.PathLike[str], *, station: str | None = N
         terms = content_words(query)
         where, args = [], []
         if station:
-            where.append("instr(e.station, ?) > 0")
+            where.append("instr(station, ?) > 0")
             args.append(station)
         if t0 is not None:
-            where.append("e.utc_end_ns > ?")
+            where.append("utc_end_ns > ?")
             args.append(t0)
         if t1 is not None:
-            where.append("e.utc_start_ns < ?")
+            where.append("utc_start_ns < ?")
             args.append(t1)
         if kinds != "all":
-            where.append("e.kind = 'window'" if kinds == "windows" else "e.kind != 'window'")
-        sql = "SELECT e.id, e.vec_row, e.transcript FROM entries e" + (" WHERE " + " AND ".join(where) if where else "")
-        rows = store.con.execute(sql, args).fetchall()
-        n = len(rows)
-        ids = np.fromiter((r[0] for r in rows), np.int64, n)
-        score_a = np.zeros(n, np.float32)
-        if qv is not None and n:
-            vec_rows = np.fromiter((r[1] for r in rows), np.int64, n)
-            score_a = np.asarray(store.vectors()[vec_rows] @ qv, np.float32)
-        score_t = np.zeros(n, np.float32)
-        matched = store.text_matches(terms)
-        if matched and terms:
-            for i, r in enumerate(rows):
-                if r[0] in matched:
-                    have = set(words(r[2]))
-                    score_t[i] = sum(1 for t in terms if t in have) / len(terms)
+            where.append("kind = 'window'" if kinds == "windows" else "kind != 'window'")
+        vecs = store.vectors()
+        n_vec = vecs.shape[0]
+        # every vector is scored (a matrix-vector product); the filters, if any, select rows in SQL first
+        score_a = np.asarray(vecs @ qv, np.float32) if qv is not None and n_vec else np.zeros(n_vec, np.float32)
+        score_t = np.zeros(n_vec, np.float32)
+        for row, text in store.text_matches(terms):
+            have = set(words(text))
+            score_t[row] = sum(1 for t in terms if t in have) / len(terms)
         score = score_a + score_t
+        if where:
+            keep = np.fromiter((r[0] for r in store.con.execute("SELECT vec_row FROM entries WHERE " + " AND ".join(where), args)), np.int64)
+            mask = np.zeros(n_vec, bool)
+            mask[keep] = True
+            score = np.where(mask, score, 0.0)
+            n = int(keep.size)
+        else:
+            n = int(store.con.execute("SELECT count(*) FROM entries").fetchone()[0])
         order = np.argsort(-score, kind="stable")
         hits: list[Hit] = []
         taken: dict[int, list[tuple[int, int]]] = {}
@@ -170,7 +171,9 @@ def search(query: str, index: str | os.PathLike[str], *, station: str | None = N
         for i in order:
             if score[i] <= 0 or len(hits) >= top:
                 break
-            e = store.con.execute("SELECT * FROM entries WHERE id = ?", (int(ids[i]),)).fetchone()
+            e = store.con.execute("SELECT * FROM entries WHERE vec_row = ?", (int(i),)).fetchone()
+            if e is None:  # the vector of a file indexed again since
+                continue
             span = (int(e["start"]), int(e["end"]))
             if any(_overlap(span, s) for s in taken.get(e["file_id"], [])):
                 continue

@@ -51,6 +51,7 @@ CREATE TABLE IF NOT EXISTS entries (
     events TEXT NOT NULL, transcript TEXT NOT NULL, vec_row INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS entries_station_time ON entries (station, utc_start_ns);
 CREATE INDEX IF NOT EXISTS entries_file ON entries (file_id);
+CREATE UNIQUE INDEX IF NOT EXISTS entries_vec_row ON entries (vec_row);
 """
 
 
@@ -195,16 +196,17 @@ class IndexStore:
                              "(SELECT count(*) FROM entries WHERE kind != 'window')").fetchone()  # fmt: skip
         return {"files": int(c[0]), "windows": int(c[1]), "segments": int(c[2])}
 
-    def text_matches(self, terms: Iterable[str]) -> set[int]:
-        """Entry ids whose transcript holds any of ``terms`` (whole words with FTS5, substrings without)."""
+    def text_matches(self, terms: Iterable[str]) -> list[tuple[int, str]]:
+        """``(vec_row, transcript)`` of the entries whose transcript holds any of ``terms`` (whole words with FTS5, substrings without)."""
         terms = [t for t in terms if t]
         if not terms:
-            return set()
+            return []
+        sql = "SELECT e.vec_row, e.transcript FROM transcripts t JOIN entries e ON e.id = t.rowid WHERE "
         if self.meta.get("fts"):
             q = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-            return {int(r[0]) for r in self.con.execute("SELECT rowid FROM transcripts WHERE transcripts MATCH ?", (q,))}
-        where = " OR ".join("lower(text) LIKE ?" for _ in terms)
-        return {int(r[0]) for r in self.con.execute(f"SELECT rowid FROM transcripts WHERE {where}", [f"%{t}%" for t in terms])}
+            return [(int(r[0]), str(r[1])) for r in self.con.execute(sql + "transcripts MATCH ?", (q,))]
+        where = " OR ".join("lower(t.text) LIKE ?" for _ in terms)
+        return [(int(r[0]), str(r[1])) for r in self.con.execute(sql + where, [f"%{t}%" for t in terms])]
 
     def close(self) -> None:
         self.con.close()
