@@ -256,8 +256,9 @@ class Melody(RateBlock):
         from an item to its final row; the last rows come with ``flush``. melodia: up to ``segment_s``.
     State:
         The pending samples of the current frame, the Viterbi scores and ``lag_s`` of back pointers
-        and candidates. ``on_gap`` RESET: ``reset()`` drops the rows not yet decided (the runtime's
-        length check allows them) and starts a new segment.
+        and candidates. ``on_gap`` RESET: at a gap ``drain()`` returns the rows of the segment before
+        it (as at the end of a stream) and ``reset()`` starts a new segment, so the output is
+        ``melody_f0`` of each segment, concatenated.
     Bad input:
         NaN/inf samples are replaced by 0 and counted in ``nonfinite_samples`` (a warning once).
     """
@@ -269,7 +270,6 @@ class Melody(RateBlock):
     def __init__(self, *, extractor: str = "pyin", name: str | None = None, **params: Any) -> None:
         super().__init__(name=name)
         self.extractor = extractor
-        self.params = params
         self._ex = make_extractor(extractor, **params)  # ConfigError now
         self.ratio = Fraction(1, HOP)
         self.delay = Fraction(0)
@@ -302,9 +302,14 @@ class Melody(RateBlock):
         rows = self._ex.push(v)
         return rows.astype(np.float32) if rows.shape[0] else None
 
+    def drain(self, ctx: Context) -> np.ndarray | None:
+        """At a gap: the rows of the segment before it, decided as at the end of a stream."""
+        rows = self._ex.finish()
+        return rows.astype(np.float32) if rows.shape[0] else None
+
     def reset(self, cause: Gap | None = None) -> None:
-        # rows not yet decided are dropped; the next segment starts a fresh frame grid
-        self.length_slack += self._ex.lag_frames + FRAME // HOP + 2
+        # the next segment starts a fresh frame grid (ceil(n / 160) rows per segment)
+        self.length_slack += 1
         self._ex.reset()
 
     def flush(self, ctx: Context) -> np.ndarray | None:
