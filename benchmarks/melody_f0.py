@@ -16,7 +16,8 @@ Metrics per extractor and SNR (voiced = rows voiced in the truth):
 * RT factor: wall time / audio duration, one thread, best of ``--repeat``.
 
 Peer: plain YIN (de Cheveigné and Kawahara 2002) on the same frames: absolute threshold 0.1, first
-trough below it, parabolic refinement, voiced iff a trough is below the threshold; no HMM. There is
+trough below it, parabolic refinement, voiced iff a trough is below the threshold; no HMM (the
+same FFT-based YIN function as pYIN; the trough search is a Python loop). There is
 no other MIT pitch tracker installed offline (librosa's pyin is not a dependency).
 
     python benchmarks/melody_f0.py [--seconds 20] [--voices 4] [--snr 40 20 10 5] [--repeat 3]
@@ -34,7 +35,7 @@ from typing import Any
 import numpy as np
 from scipy.signal import lfilter
 
-from streamkit.dsp.kernels.pyin import cents_to_hz, hz_to_cents, yin_cmnd
+from streamkit.dsp.kernels.pyin import cents_to_hz, hz_to_cents, yin_cmnd_batch
 from streamkit.dsp.melody import FRAME, HOP, PAD, RATE, _Framer, melody_f0
 from streamkit.eval.bench import RESULTS, best_of, machine_info, write_result
 
@@ -91,10 +92,8 @@ def plain_yin(x: np.ndarray, threshold: float = 0.1, fmin: float = 65.0, fmax: f
     fr = _Framer()
     frames = np.concatenate([fr.push(np.asarray(x, np.float64)), fr.finish()])
     tmin, tmax = int(RATE // fmax), min(FRAME // 2 - 1, int(np.ceil(RATE / fmin)))
-    d = np.zeros(FRAME // 2 + 1)
     out = np.zeros((frames.shape[0], 2))
-    for j, f in enumerate(frames):
-        yin_cmnd(f, FRAME // 2, tmax, d)
+    for j, d in enumerate(yin_cmnd_batch(frames, FRAME // 2, tmax + 1)):
         seg = d[tmin : tmax + 1]
         below = np.flatnonzero(seg[:-1] < threshold)
         voiced = below.size > 0

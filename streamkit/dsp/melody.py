@@ -39,6 +39,7 @@ from streamkit.dsp.kernels.pyin import (
     pyin_finish,
     pyin_frames,
     threshold_prior,
+    yin_cmnd_batch,
 )
 
 RATE = 16000  #: the only input rate (put dsp.resample in front)
@@ -154,14 +155,16 @@ class PyinExtractor:
         self._psi = np.zeros((r, 2 * n), dtype=np.int32)
         self._delta = np.zeros(2 * n)
         self._newd = np.zeros(2 * n)
-        self._work = np.zeros(FRAME // 2 + 1)
         self._scal = np.zeros(2, dtype=np.int64)
         self._framer.reset()
 
     def _run(self, frames: np.ndarray) -> np.ndarray:
         out = np.zeros((frames.shape[0], 3))
-        k = pyin_frames(frames, self._par, self._prior, self._ltrans, self._ring_c, self._ring_p, self._ring_pv,
-                        self._psi, self._delta, self._scal, self._work, self._newd, out)  # fmt: skip
+        if frames.shape[0] == 0:
+            return out
+        cmnds = yin_cmnd_batch(frames, FRAME // 2, int(self._par[3]))
+        k = pyin_frames(cmnds, self._par, self._prior, self._ltrans, self._ring_c, self._ring_p, self._ring_pv,
+                        self._psi, self._delta, self._scal, self._newd, out)  # fmt: skip
         return out[:k]
 
     def push(self, x: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ import pytest
 
 from streamkit.core.errors import ConfigError
 from streamkit.core.tags import Gap, GapCause
-from streamkit.dsp.kernels.pyin import cents_to_hz, hz_to_cents, threshold_prior
+from streamkit.dsp.kernels.pyin import cents_to_hz, hz_to_cents, threshold_prior, yin_cmnd, yin_cmnd_batch
 from streamkit.dsp.melody import HOP, RATE, Melody, PyinExtractor, melody_f0
 from streamkit.testing import assert_chunking_invariant, run_block
 
@@ -72,6 +72,20 @@ def test_threshold_prior_and_conversions():
     assert 0.05 < (np.arange(1, 101) / 100 * p).sum() < 0.15  # mean near 0.1
     assert float(hz_to_cents(110.0)) == pytest.approx(1200.0)
     assert float(cents_to_hz(2400.0)) == pytest.approx(220.0)
+
+
+def test_yin_through_the_fft_equals_the_direct_sum_and_ignores_batching():
+    rng = np.random.default_rng(5)
+    frames = rng.standard_normal((9, 1024))
+    frames[3] = 0.0  # silence: d = 0 everywhere, cmnd 1
+    batch = yin_cmnd_batch(frames, 512, 300)
+    direct = np.zeros(513)
+    for f, row in zip(frames, batch, strict=True):
+        yin_cmnd(f, 512, 300, direct)
+        np.testing.assert_allclose(row, direct[:301], rtol=1e-9, atol=1e-12)
+    assert np.all(batch[3] == 1.0)
+    for j in range(9):  # a row alone gives the same bits as in the batch
+        np.testing.assert_array_equal(yin_cmnd_batch(frames[j : j + 1], 512, 300)[0], batch[j])
 
 
 def test_fixed_lag_rows_final_and_equal_to_offline():

@@ -5,7 +5,9 @@ using probabilistic threshold distributions", ICASSP 2014. Per frame of ``F`` sa
 ``W = F // 2``, lags ``tau_min..tau_max``):
 
 1. YIN difference ``d(tau) = sum_{j<W} (x_j - x_{j+tau})^2`` and its cumulative mean normalised
-   form ``d'(tau) = d(tau) * tau / sum_{k=1..tau} d(k)`` (``d'(0) = 1``).
+   form ``d'(tau) = d(tau) * tau / sum_{k=1..tau} d(k)`` (``d'(0) = 1``). The streaming path
+   computes it for a batch of frames through the FFT (:func:`yin_cmnd_batch`, numpy; each row
+   independent of the batch); :func:`yin_cmnd` is the direct sum, the reference in the tests.
 2. A prior over 100 absolute thresholds ``s_i = 0.01 .. 1.00`` (beta distribution, mean 0.1 by
    default, as in the paper): for each threshold the *first* local minimum of ``d'`` below it
    receives the threshold's prior mass; if none is below, the global minimum receives
@@ -25,7 +27,7 @@ using probabilistic threshold distributions", ICASSP 2014. Per frame of ``F`` sa
 The decided f0 of a voiced frame is the most probable candidate within one bin of the decided bin
 (the bin centre if there is none), so the quantisation of the bins does not limit the accuracy.
 
-All kernels are ``@njit(cache=True, nogil=True)`` and keep their state in explicit arrays:
+The other kernels are ``@njit(cache=True, nogil=True)`` and keep their state in explicit arrays:
 
 * ``ring_c`` / ``ring_p`` (L + 1, MAX_CAND): candidates (cents, probability) of the last frames;
   ``ring_pv`` (L + 1,): their voiced probabilities;
@@ -94,6 +96,25 @@ def yin_cmnd(frame: np.ndarray, w: int, tau_max: int, out: np.ndarray) -> None:
         out[tau] = s * tau / acc if acc > 0.0 else 1.0
 
 
+def yin_cmnd_batch(frames: np.ndarray, w: int, tau_max: int) -> np.ndarray:
+    """:func:`yin_cmnd` of every row of ``frames`` (k, F) at once, through the FFT: ``d(tau) =
+    e_0 + e_tau - 2 r(tau)`` with the window energies from a cumulative sum and the cross term
+    ``r`` from one real FFT per frame (O(F log F) instead of O(w tau_max)). Each row's result
+    depends on that row alone, so batching does not change it."""
+    k, f = frames.shape
+    n = 1 << int(math.ceil(math.log2(f + w)))
+    cross = np.fft.irfft(np.conj(np.fft.rfft(frames[:, :w], n)) * np.fft.rfft(frames, n), n)[:, : tau_max + 1]
+    sq = np.concatenate([np.zeros((k, 1)), np.cumsum(frames * frames, axis=1)], axis=1)
+    tau = np.arange(tau_max + 1)
+    d = np.maximum(sq[:, w : w + 1] + (sq[:, tau + w] - sq[:, tau]) - 2.0 * cross, 0.0)
+    d[:, 0] = 0.0
+    acc = np.cumsum(d, axis=1)
+    out = np.ones((k, tau_max + 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out[:, 1:] = np.where(acc[:, 1:] > 0.0, d[:, 1:] * tau[1:] / acc[:, 1:], 1.0)
+    return out
+
+
 @nb.njit(**_JIT)
 def frame_candidates(cmnd: np.ndarray, tau_min: int, tau_max: int, rate: float, prior: np.ndarray,
                      p_abs: float, cand_c: np.ndarray, cand_p: np.ndarray) -> int:  # fmt: skip
@@ -160,18 +181,18 @@ def frame_candidates(cmnd: np.ndarray, tau_min: int, tau_max: int, rate: float, 
 
 
 @nb.njit(**_JIT)
-def pyin_frames(frames: np.ndarray, par: np.ndarray, prior: np.ndarray, ltrans: np.ndarray,
+def pyin_frames(cmnds: np.ndarray, par: np.ndarray, prior: np.ndarray, ltrans: np.ndarray,
                 ring_c: np.ndarray, ring_p: np.ndarray, ring_pv: np.ndarray, psi: np.ndarray,
-                delta: np.ndarray, scal: np.ndarray, work: np.ndarray, newd: np.ndarray,
+                delta: np.ndarray, scal: np.ndarray, newd: np.ndarray,
                 out: np.ndarray) -> int:  # fmt: skip
-    """Run ``k`` frames (k, F) through pYIN and the fixed-lag Viterbi.
+    """Run ``k`` frames, given as their YIN functions (k, tau_max + 1) (:func:`yin_cmnd_batch`),
+    through pYIN and the fixed-lag Viterbi.
 
     ``par``: rate, W, tau_min, tau_max, c_min (cents of bin 0), bins_per_cent, N, max_step,
     log(1 - p_switch), log(p_switch), p_abs, L. Writes one row (cents, voiced 0/1, pv) into
     ``out`` per decided frame, in order, and returns how many.
     """
     rate = par[0]
-    w = int(par[1])
     tau_min = int(par[2])
     tau_max = int(par[3])
     c_min = par[4]
@@ -187,11 +208,10 @@ def pyin_frames(frames: np.ndarray, par: np.ndarray, prior: np.ndarray, ltrans: 
     obs = np.empty(n)
     cc = np.empty(ring_c.shape[1])
     cp = np.empty(ring_c.shape[1])
-    for f in range(frames.shape[0]):
+    for f in range(cmnds.shape[0]):
         t = scal[0]
         slot = t % R
-        yin_cmnd(frames[f], w, tau_max, work)
-        nc = frame_candidates(work, tau_min, tau_max, rate, prior, p_abs, cc, cp)
+        nc = frame_candidates(cmnds[f], tau_min, tau_max, rate, prior, p_abs, cc, cp)
         pv = 0.0
         for j in range(n):
             obs[j] = 0.0
