@@ -50,6 +50,7 @@ BUILTIN_MODULES = (
     "streamkit.dsp.iq",
     "streamkit.dsp.stat_sad",
     "streamkit.dsp.marker_detect",  # dsp.marker_detect (chirp markers of a transmission, live)
+    "streamkit.dsp.melody",  # dsp.melody (predominant f0: pYIN, optional Melodia)
     "streamkit.dsp.speech_gate",  # dsp.speech_gate (the statistical SAD as an audio pass-through with speech tags)
     "streamkit.io.synthetic",
     "streamkit.io.file_source",
