@@ -1,4 +1,4 @@
-"""``streamkit corpus hf|asr|sed|real|import|openset|transmission``: generate the training and evaluation corpora.
+"""``streamkit corpus hf|asr|sed|real|import|openset|transmission|singers``: generate the training and evaluation corpora.
 
 The generators live in :mod:`streamkit.data` (``generate`` and ``corpus_table`` of
 :mod:`~streamkit.data.hf_corpus`, :mod:`~streamkit.data.asr_corpus`,
@@ -30,6 +30,7 @@ DOCS = {
     "import": ("a real corpus (LibriSpeech, Common Voice, Kaldi, MUCS 2021) in the `corpus asr` layout, for `train rnnt`", "Import a real speech corpus (LibriSpeech directories, Common Voice TSV + clips, a Kaldi data directory, MUCS 2021) into the layout of `streamkit corpus asr`: 8 kHz PCM_16 audio, normalised transcripts, language, speaker, grapheme vocabularies and speaker-disjoint splits, so `streamkit train rnnt --corpus DIR` trains on it."),
     "openset": ("espeak-ng speech of 28 languages the ASR model does not know (dev/test languages disjoint), for its `unknown` answer", "Generate speech of languages the multilingual ASR does not know, for calibrating and measuring its open-set LID (the `unknown` answer): espeak-ng voices of 12 dev and 16 different test languages reading words of the installed gettext catalogs, with the speakers, levels and HF channel augmentation of `corpus asr`."),
     "transmission": ("a transmission for a real parallel corpus: chirp markers around speech sequences, with its schedule and labels", "Build a transmission: 4 s chirp markers (Gold-coded, mutually near-orthogonal) around sequences of utterances, 5 s of silence after each marker and 1 s after each sequence; writes the audio, the schedule (<out>.json: every marker's and utterance's first sample) and the speech labels (<out>.rttm). Transmit it, record the reception, and `streamkit align` recovers the parallel corpus."),
+    "singers": ("synthetic flamenco-like singers (timbre, vibrato, motifs) with f0 truth, split by recording, unknown singers in test", "Generate the singer-identification corpus: synthetic singers (formants scaled by vocal-tract length, Rosenberg glottal source, breathiness, jitter/shimmer, vibrato/slide/ornament habits, personal motifs in Phrygian/flamenco modes) sing 20-60 s recordings with their f0 truth and phrases; optional guitar and room/HF channel; train/dev/test split by recording, unknown singers only in test."),
     "sed": ("10 s soundscapes of 10 event classes with DCASE labels (synthetic/weak/unlabelled/validation/eval)", "Generate the SED soundscape corpus (DCASE 2019 task 4 layout, 10 classes, 10 s clips): strongly labelled synthetic clips, weak and unlabelled real-domain clips (rooms, backgrounds, microphones), validation and eval with strong labels."),
 }  # fmt: skip
 
@@ -43,6 +44,7 @@ def add_corpus_parsers(co: argparse.ArgumentParser) -> None:
         ("real", add_real_arguments, run_real),
         ("import", add_import_arguments, run_import),
         ("openset", add_openset_arguments, run_openset),
+        ("singers", add_singers_arguments, run_singers),
         ("transmission", "streamkit.cli.align:add_transmission_arguments", "streamkit.cli.align:run_transmission"),
     ):
         add_command(sub, name, help=DOCS[name][0], description=DOCS[name][1], arguments=arguments, run=run)
@@ -345,4 +347,47 @@ def run_openset(ns: argparse.Namespace) -> int:
     for split, langs in man["languages"].items():
         c = man["counts"][split]
         print(f"{split}: {c['utterances']} utterances, {c['hours']:.3f} h, languages {' '.join(langs)}")
+    return 0
+
+
+# --------------------------------------------------------------------------- corpus singers
+def add_singers_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of ``streamkit corpus singers``."""
+    from streamkit.data.singing import CHANNELS
+
+    parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    parser.add_argument("--singers", type=int, default=10, metavar="N", help="known singers (default 10)")
+    parser.add_argument(
+        "--hours",
+        type=float,
+        default=1.0,
+        metavar="H",
+        help="about this many hours over all splits (default 1; at least 3 recordings per known singer)",
+    )
+    parser.add_argument("--unknown", type=int, default=None, metavar="K", help="unknown singers, only in test (default N/4, at least 1)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0); the corpus does not depend on --jobs")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--accompaniment", type=float, default=0.3, metavar="P", help="fraction of recordings with a guitar (default 0.3)")
+    parser.add_argument("--channel", choices=CHANNELS, default="none", help="none (default), room (reverberation) or hf (the HF SSB channel)")
+    return parser
+
+
+def run_singers(ns: argparse.Namespace) -> int:
+    """Run ``streamkit corpus singers``: progress on stderr, the split table on stdout; errors one line, exit 2."""
+    from streamkit.core.errors import ConfigError
+    from streamkit.data.singers_corpus import corpus_table, generate
+
+    def progress(done: int, total: int, audio_s: float, wall_s: float) -> None:
+        if done == total or done % 10 == 0:
+            print(f"  {done}/{total} recordings, {audio_s / 3600:.3f} h audio in {wall_s:.1f} s ({audio_s / max(wall_s, 1e-9):.0f}x real time)",
+                  file=sys.stderr, flush=True)  # fmt: skip
+
+    try:
+        man = generate(ns.out, ns.singers, ns.hours, ns.seed, unknown=ns.unknown, accompaniment=ns.accompaniment, channel=ns.channel,
+                       jobs=ns.jobs, progress=progress)  # fmt: skip
+    except (ValueError, ConfigError, OSError) as e:
+        print(f"error: {e}".replace("\n", " "), file=sys.stderr)
+        return 2
+    print(corpus_table(man))
+    print(f"{man['audio_s'] / 3600:.3f} h of audio in {man['wall_s']:.1f} s with {man['jobs']} job(s); split by recording")
     return 0
