@@ -369,8 +369,13 @@ def run_monitor(
     asr_options: Mapping[str, Any] | None = None,
     live: Any = None,
     on_live: Any = None,
+    index: Any = None,
 ) -> dict[str, Any]:
     """Monitor ``stations`` (or the built-in emulator) for ``duration`` s of stream time.
+
+    ``index``: a :class:`~streamkit.index.live.LiveIndexer` (needs ``record_dir``) that indexes the
+    recordings as they are written; it is started with the graphs and finished after them, and its
+    report is the result's ``index``.
 
     ``live``: a :class:`~streamkit.web.attach.LiveView` to show every station in (a waterfall of the
     8 kHz audio after the level meter, and every event); it is started, once the graphs are built,
@@ -386,6 +391,8 @@ def run_monitor(
         if emulator_faults:
             emu.call(lambda: emu.emulator.set_faults(spec=emulator_faults))
         specs = [s.format(port=port) for s in DEMO_STATIONS]
+    if index is not None and record_dir is None:
+        raise ConfigError("an archive index of the recordings needs record_dir (--index needs --record DIR)")
     con = MonitorConsole(file=console_file) if console else None
     runners = []
     try:
@@ -398,14 +405,21 @@ def run_monitor(
                 g.subscribe(con)
             if live is not None:
                 live.attach(g, tap="level", freq_khz=p.get("freq_khz"), mode=p.get("mode"), host=f"{p.get('host')}:{p.get('port')}")
+            if index is not None:
+                index.watch(g.name, g.blocks["wav"])
             runners.append(Runner(g, RealTime(), duration=duration, stats_interval_s=1.0))
         if live is not None:
             (on_live or (lambda v: v.start()))(live)
         mr = MultiRunner(runners)
+        if index is not None:
+            index.start()
         stats = mr.run()
     finally:
+        if index is not None:
+            index.stop()
         if emu is not None:
             emu.stop()
+    index_report = index.finish() if index is not None else None
     fatal = {r.graph.name: r.graph.blocks["kiwi"].fatal_message for r in runners if getattr(r.graph.blocks["kiwi"], "fatal_message", None)}
     return {"stations": stats, "failures": mr.failures, "fatal": fatal, "emulated": emu is not None,
-            "console_lost": con.output_lost if con is not None else None}
+            "console_lost": con.output_lost if con is not None else None, "index": index_report}

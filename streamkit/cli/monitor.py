@@ -62,6 +62,9 @@ def add_monitor_arguments(m: argparse.ArgumentParser) -> None:
     m.add_argument("--duration", type=float, default=15.0, help="stop after S seconds of stream time and exit 0 (default 15)")
     m.add_argument("--events", default="events", metavar="DIR", help="directory for one JSONL event file per station (default ./events)")
     m.add_argument("--record", default=None, metavar="DIR", help="also record each station's received audio as WAV at its true rate (IQ: 2 channels)")
+    m.add_argument("--index", default=None, metavar="IDX",
+                   help="with --record: index the recordings as they are written, for `streamkit search --index IDX` (and the --web "
+                        "page's search box); completed with the events when the run ends")  # fmt: skip
     from streamkit.io.kiwi_secrets import PASSWORD_ENV, add_password_arguments
 
     add_password_arguments(m, default_env=PASSWORD_ENV)
@@ -109,7 +112,16 @@ def cmd_monitor(a: argparse.Namespace) -> int:
 
         return cmd_monitor_ray(a, stations, password, _sad_detectors(a.sad) + (("asr",) if a.asr else ()) + (("sed",) if a.sed else ()),
                                _asr_options(a), out)  # fmt: skip
+    if a.index is not None and a.record is None:
+        raise CliError("--index needs --record DIR: the index is built from the recordings")
     view = live_view(a)
+    indexer = None
+    if a.index is not None:
+        from streamkit.index.live import LiveIndexer
+
+        indexer = LiveIndexer(a.index, a.record, events_dir=a.events)
+        if view is not None:
+            view.search_index = a.index
     if not a.quiet:
         where = ", ".join(stations) if stations else "the built-in KiwiSDR emulator on loopback (3 stations, 1 frame in 60 dropped)"
         say(out, f"streamkit {streamkit.__version__}: monitoring {where} for {a.duration:g} s of stream time; events -> {a.events}/")
@@ -118,10 +130,13 @@ def cmd_monitor(a: argparse.Namespace) -> int:
                           password_follows_redirect=a.password_follows_redirect,
                           compression=a.compression, console=not a.quiet, stall_s=a.stall, max_retries=a.max_retries,
                           detectors=_sad_detectors(a.sad) + (("asr",) if a.asr else ()) + (("sed",) if a.sed else ()), asr_options=_asr_options(a),
-                          console_file=out, live=view, on_live=(lambda v: start_web(v, out)) if view is not None else None)  # fmt: skip
+                          console_file=out, live=view, on_live=(lambda v: start_web(v, out)) if view is not None else None,
+                          index=indexer)  # fmt: skip
     finally:
         if view is not None:
             web_summary(out, view)
+    if res.get("index") is not None:
+        say(out, _index_line(a.index, res["index"]))
     if a.quiet:
         for st in res["stations"].values():
             say(out, summary_line(st))
@@ -131,6 +146,17 @@ def cmd_monitor(a: argparse.Namespace) -> int:
     if bad and len(bad) == len(res["stations"]):
         return EXIT_RUNTIME
     return exit_status(out, list(res["stations"].values()))
+
+
+def _index_line(index: str, r: Any) -> str:
+    from streamkit.io.textsafe import printable
+
+    f = r.final
+    done = (f"{len(f.added)} file(s), {f.windows} windows and {f.segments} event segments; {r.live} window(s) embedded live, "
+            f"{r.deferred} at the end" if f is not None else "not completed")  # fmt: skip
+    errs = f"; {r.errors} failed round(s): {'; '.join(r.notes)}" if r.errors or r.notes else ""
+    failed = f"; {len(f.failed)} file(s) failed" if f is not None and f.failed else ""
+    return printable(f"index {index}: {done}{failed}{errs}")
 
 
 def _load_station_file(path: str) -> list[str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,21 +134,30 @@ def _entries(rec: Recording, events: list[dict[str, Any]], win: int, hop: int) -
 
 
 def index_file(store: IndexStore, rec: Recording, embedder: AudioEmbedder, events: list[dict[str, Any]], events_path: Path | None,
-               window_s: float, hop_s: float, st: os.stat_result) -> tuple[int, int, int]:  # fmt: skip
-    """Embed and store one recording: ``(windows, segments, nonfinite samples)``."""
+               window_s: float, hop_s: float, st: os.stat_result,
+               known: Mapping[tuple[int, int], np.ndarray] | None = None) -> tuple[int, int, int]:  # fmt: skip
+    """Embed and store one recording: ``(windows, segments, nonfinite samples)``.
+
+    ``known``: vectors already computed for windows of this file (``(start, end)`` -> vector; the live
+    indexer's), used instead of embedding those windows again."""
     win, hop = max(1, round(window_s * rec.file_rate)), max(1, round(hop_s * rec.file_rate))
     span = rec.utc_span
     evs = [e for e in events if span is not None and e["t0"] < span[1] and e["t1"] > span[0]]
     entries = _entries(rec, evs, win, hop)
     reader = _Reader(rec, embedder.rate)
     try:
-        vecs = []
-        for i in range(0, len(entries), BATCH):
-            clips = [reader.clip(e["start"], min(e["end"], e["start"] + win)) for e in entries[i : i + BATCH]]
-            vecs.append(embedder.embed(clips))
+        known = known or {}
+        todo = [i for i, e in enumerate(entries) if e["kind"] != "window" or (e["start"], e["end"]) not in known]
+        v = np.zeros((len(entries), embedder.dim), np.float32)
+        for i, e in enumerate(entries):
+            if e["kind"] == "window" and (e["start"], e["end"]) in known:
+                v[i] = known[(e["start"], e["end"])]
+        for j in range(0, len(todo), BATCH):
+            batch = todo[j : j + BATCH]
+            clips = [reader.clip(entries[i]["start"], min(entries[i]["end"], entries[i]["start"] + win)) for i in batch]
+            v[batch] = embedder.embed(clips)
     finally:
         reader.close()
-    v = np.concatenate(vecs) if vecs else np.zeros((0, embedder.dim), np.float32)
     file = {"path": str(rec.path), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "station": rec.station, "freq_khz": rec.freq_khz, "mode": rec.mode,
             "rate": str(rec.rate), "file_rate": rec.file_rate, "items": rec.items, "channels": rec.channels,
             "utc_start_ns": span[0] if span else None, "utc_end_ns": span[1] if span else None,
@@ -167,11 +176,13 @@ def build_index(
     window_s: float = 10.0,
     hop_s: float = 5.0,
     progress: Callable[[str], None] | None = None,
+    known: Mapping[str, Mapping[tuple[int, int], np.ndarray]] | None = None,
 ) -> BuildReport:
     """Add the recordings under ``archive`` (a directory or one audio file) to the index at ``index`` (created if needed).
 
     ``events_dirs``: where ``<station>.jsonl`` event files are looked for (default :func:`default_events_dirs`).
     ``embedder``: default the SED-posterior one (:func:`~streamkit.index.embed.default_embedder`).
+    ``known``: vectors already computed, per resolved file path, ``{(start, end): vector}`` of its windows.
 
     Raises:
         FileNotFoundError: no such archive.
@@ -228,7 +239,7 @@ def build_index(
                     events, ev_path = station_events[rec.station]
                 if progress is not None:
                     progress(f"indexing {apath.name} ({rec.items / float(rec.rate):.1f} s)")
-                n_win, n_seg, nonfinite = index_file(store, rec, get_embedder(), events, ev_path, window_s, hop_s, st)
+                n_win, n_seg, nonfinite = index_file(store, rec, get_embedder(), events, ev_path, window_s, hop_s, st, (known or {}).get(str(apath)))
             except (OSError, ValueError, RuntimeError) as exc:  # soundfile's read errors are RuntimeErrors
                 msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 rep.failed.append((str(apath), msg))

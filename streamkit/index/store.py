@@ -177,19 +177,46 @@ class IndexStore:
             cols = ", ".join(file)
             cur = self.con.execute(f"INSERT INTO files ({cols}) VALUES ({', '.join('?' * len(file))})", tuple(file.values()))
             fid = int(cur.lastrowid or 0)
-            for i, e in enumerate(entries):
-                cur = self.con.execute(
-                    "INSERT INTO entries (file_id, kind, label, start, end, utc_start_ns, utc_end_ns, station, events, transcript, vec_row) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (fid, e["kind"], e.get("label"), e["start"], e["end"], e.get("utc_start_ns"), e.get("utc_end_ns"), file.get("station"),
-                     json.dumps(e.get("events", [])), e.get("transcript", ""), row0 + i),
-                )  # fmt: skip
-                if e.get("transcript"):
-                    self.con.execute("INSERT INTO transcripts (rowid, text) VALUES (?, ?)", (cur.lastrowid, e["transcript"]))
+            self._insert_entries(fid, file.get("station"), entries, row0)
             n = row0 + vectors.shape[0]
             self.con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('n_vectors', ?)", (json.dumps(n),))
         self.meta["n_vectors"] = n
         return fid
+
+    def append_entries(self, file: dict[str, Any], entries: Sequence[dict[str, Any]], vectors: np.ndarray, *, fresh: bool = False) -> int:
+        """Add entries to a file that is still being written (the live indexer), after their vectors, in one
+        transaction: the file's row is created, or updated with ``file``'s fields (``fresh``: its old entries
+        dropped first, a file re-created since it was indexed). Returns the file id."""
+        if len(entries) != vectors.shape[0]:
+            raise ValueError(f"{len(entries)} entries for {vectors.shape[0]} vectors")
+        row0 = self.append_vectors(vectors)
+        with self.con:
+            old = self.file_row(file["path"])
+            if old is not None and fresh:
+                self.remove_file(int(old["id"]))
+                old = None
+            if old is None:
+                cur = self.con.execute(f"INSERT INTO files ({', '.join(file)}) VALUES ({', '.join('?' * len(file))})", tuple(file.values()))
+                fid = int(cur.lastrowid or 0)
+            else:
+                fid = int(old["id"])
+                self.con.execute(f"UPDATE files SET {', '.join(k + ' = ?' for k in file)} WHERE id = ?", (*file.values(), fid))
+            self._insert_entries(fid, file.get("station"), entries, row0)
+            n = row0 + vectors.shape[0]
+            self.con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('n_vectors', ?)", (json.dumps(n),))
+        self.meta["n_vectors"] = n
+        return fid
+
+    def _insert_entries(self, fid: int, station: str | None, entries: Sequence[dict[str, Any]], row0: int) -> None:
+        for i, e in enumerate(entries):
+            cur = self.con.execute(
+                "INSERT INTO entries (file_id, kind, label, start, end, utc_start_ns, utc_end_ns, station, events, transcript, vec_row) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (fid, e["kind"], e.get("label"), e["start"], e["end"], e.get("utc_start_ns"), e.get("utc_end_ns"), station,
+                 json.dumps(e.get("events", [])), e.get("transcript", ""), row0 + i),
+            )  # fmt: skip
+            if e.get("transcript"):
+                self.con.execute("INSERT INTO transcripts (rowid, text) VALUES (?, ?)", (cur.lastrowid, e["transcript"]))
 
     def counts(self) -> dict[str, int]:
         c = self.con.execute("SELECT (SELECT count(*) FROM files), (SELECT count(*) FROM entries WHERE kind = 'window'), "

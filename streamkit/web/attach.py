@@ -32,6 +32,7 @@ class LiveView:
             raise ConfigError(str(exc)) from None
         self.hub = LiveHub(**hub_options)
         self.server: Any = None
+        self.search_index: str | None = None  #: an archive index the page can search (``/api/search``), e.g. ``monitor --index``
 
     def attach(self, graph: Graph, *, tap: str, station: str | None = None, **info: Any) -> None:
         """Show ``graph`` as a station: its events, and a waterfall + audio from block ``tap``'s output."""
@@ -45,6 +46,7 @@ class LiveView:
     def start(self, **server_options: Any) -> str:
         from streamkit.web.server import LiveServer
 
+        server_options.setdefault("index", self.search_index)
         self.server = LiveServer(self.hub, self.host, self.port, **server_options)
         return str(self.server.start())
 

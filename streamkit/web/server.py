@@ -7,6 +7,8 @@ Routes:
                                frames (waterfall rows, audio; :mod:`streamkit.web.frames`)
     ``GET /api/stations``      the stations and their status (JSON)
     ``GET /api/events.jsonl``  the kept events (``?station=NAME&kind=PATTERN&q=TEXT``), JSON Lines
+    ``GET /api/search``        with an archive index (``index=``): ranked hits (``?q=TEXT&top=N&station=S``), JSON
+    ``GET /api/clip``          a hit's audio as WAV (``?file=PATH&start=N&end=N``; :mod:`streamkit.web.search_api`)
 
 Data routes need the access token when the server is not on loopback (:mod:`streamkit.web.access`).
 
@@ -61,8 +63,9 @@ class LiveServer:
 
     def __init__(self, hub: LiveHub, host: str = "127.0.0.1", port: int = 0, *, token: str | None = "auto", tick_s: float = 0.2,
                  status_s: float = 0.5, queue_frames: int = 64, stall_close_s: float = 30.0, sndbuf_bytes: int | None = 262144,
-                 write_buffer_bytes: int = 65536) -> None:  # fmt: skip
+                 write_buffer_bytes: int = 65536, index: str | None = None) -> None:  # fmt: skip
         self.hub = hub
+        self.index = None if index is None else str(index)
         self.host = host
         self.port = port
         self.token = (None if is_loopback(host) else new_token()) if token == "auto" else token
@@ -146,6 +149,8 @@ class LiveServer:
         app.router.add_get("/ws", self._ws)
         app.router.add_get("/api/stations", self._api_stations)
         app.router.add_get("/api/events.jsonl", self._api_events)
+        app.router.add_get("/api/search", self._api_search)
+        app.router.add_get("/api/clip", self._api_clip)
         app.router.add_static("/static/", STATIC, follow_symlinks=False, append_version=False)
         runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)  # no access log: URLs carry the token
         await runner.setup()
@@ -207,7 +212,44 @@ class LiveServer:
             return denied
         v = Viewer(self.hub)
         return web.json_response({"stations": self.hub.stations_json(), "status": json.loads(v.status())["stations"], "ended": self.hub.ended,
-                                  "viewers": len(self.viewers)})  # fmt: skip
+                                  "viewers": len(self.viewers), "search": self.index is not None})  # fmt: skip
+
+    async def _api_search(self, request: Any) -> Any:
+        from streamkit.web import search_api
+
+        return await self._off_loop(request, search_api.search_params, lambda p: search_api.run_search(self.index, p))
+
+    async def _api_clip(self, request: Any) -> Any:
+        from streamkit.web import search_api
+
+        return await self._off_loop(request, search_api.clip_params, lambda p: search_api.clip_wav(self.index, *p), wav=True)
+
+    async def _off_loop(self, request: Any, parse: Any, work: Any, wav: bool = False) -> Any:
+        """A search route: access, parameters (400 with the reason), the work in an executor (off the event loop)."""
+        from aiohttp import web
+
+        from streamkit.core.errors import StreamkitError
+
+        denied = self._denied(request)
+        if denied is not None:
+            return denied
+        if self.index is None:
+            return web.Response(status=404, text="no archive index: start the run with --record DIR --index IDX\n")
+        try:
+            params = parse(request.query)
+        except ValueError as exc:
+            return web.Response(status=400, text=f"{exc}\n")
+        try:
+            out = await asyncio.get_running_loop().run_in_executor(None, work, params)
+        except LookupError as exc:
+            return web.Response(status=404, text=f"{exc}\n")
+        except ValueError as exc:
+            return web.Response(status=400, text=f"{exc}\n")
+        except StreamkitError as exc:  # no index yet (nothing recorded), a corrupt one
+            return web.Response(status=503, text=f"{str(exc).splitlines()[0]}\n")
+        if wav:
+            return web.Response(body=out, content_type="audio/wav")
+        return web.json_response(out)
 
     async def _api_events(self, request: Any) -> Any:
         from aiohttp import web
