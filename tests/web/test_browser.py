@@ -147,3 +147,45 @@ def test_a_non_loopback_view_shows_nothing_without_its_token(browser, tmp_path):
     out = proc.stdout.read() if proc.stdout else ""
     assert "request(s) refused" not in out or token not in out  # the token is printed once, in the URL, never in a refusal
     assert proc.returncode == 0
+
+
+def test_search_box_finds_and_plays_what_the_monitor_indexed(browser, tmp_path):
+    """``monitor --record --index --web``: the page's search box lists windows indexed during the run and plays one."""
+    root = Path(__file__).resolve().parents[2]  # run this checkout's streamkit (python -m puts the cwd first)
+    cmd = [sys.executable, "-m", "streamkit", "monitor", "--events", str(tmp_path / "events"), "--record", str(tmp_path / "rec"),
+           "--index", str(tmp_path / "idx"), "--web", "127.0.0.1:0", "--duration", "40", "--quiet"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}, cwd=root)
+    try:
+        assert proc.stdout is not None
+        url = next((m.group(1) for line in proc.stdout if (m := re.search(r"live view: (http\S+)", line))), None)
+        assert url, "no live view URL printed"
+        page = browser.new_page()
+        page.goto(url)
+        page.wait_for_selector("#search:not([hidden])", timeout=30000)
+        deadline = time.monotonic() + 60
+        hits = []
+        while time.monotonic() < deadline and not hits:  # the first 10 s window is indexed within ~15 s of the start
+            page.fill("#search-q", "people talking")
+            page.click("#search-go")
+            _until(page, "document.querySelector('#search-status').textContent !== 'searching…'")
+            hits = page.evaluate("window.streamkitSearch.result ? window.streamkitSearch.result.hits : []")
+            if not hits:
+                time.sleep(1.0)
+        assert hits and hits[0]["kind"] == "window" and hits[0]["utc_start"], page.text_content("#search-status")
+        assert page.locator("#search-table tbody tr").count() == len(hits)
+        assert hits[0]["station"] in page.text_content("#search-table tbody tr:first-child")
+        page.click("#search-table tbody tr:first-child button")
+        _until(page, "document.querySelector('#search-audio').readyState >= 1")
+        dur = page.evaluate("document.querySelector('#search-audio').duration")
+        assert abs(dur - (hits[0]["end_s"] - hits[0]["start_s"])) < 0.1
+    finally:
+        proc.kill()
+        proc.wait(30)
+
+
+def _until(page, expr: str, timeout: float = 30.0) -> None:
+    """Poll ``expr`` in the page (page.wait_for_function evaluates strings, which the page's CSP forbids)."""
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(expr):
+        assert time.monotonic() < deadline, f"timed out waiting for {expr}"
+        time.sleep(0.2)
