@@ -7,6 +7,7 @@
 * :mod:`streamkit.cli.align`: ``align`` (a reception against its transmission's markers);
 * :mod:`streamkit.cli.train`: ``train sad-dnn|rnnt|rnnt-lid|sed|sed-post``;
 * :mod:`streamkit.cli.index`: ``index build``, ``search`` over an archive of recordings;
+* :mod:`streamkit.cli.singers`: ``singers enroll|identify`` (singer identification);
 * :mod:`streamkit.cli.common`: exit statuses, errors, the command registration, output helpers.
 
 Each family's ``add_parsers(sub)`` registers its commands with
@@ -40,7 +41,7 @@ import argparse
 import sys
 
 import streamkit
-from streamkit.cli import align, corpus, files, graphs, index, monitor, train
+from streamkit.cli import align, corpus, files, graphs, index, monitor, singers, train
 from streamkit.cli.common import EXIT_CONSOLE_LOST, EXIT_RUNTIME, EXIT_USAGE, CliError, commands
 from streamkit.core.errors import BlockError, GraphFatal, StreamkitError
 
@@ -55,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"streamkit {streamkit.__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="log debug messages and show tracebacks")
     sub = commands(p, "cmd")
-    for family in (monitor, corpus, align, files, train, graphs, index):
+    for family in (monitor, corpus, align, files, train, graphs, index, singers):
         family.add_parsers(sub)
     return p
 

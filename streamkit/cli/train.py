@@ -49,6 +49,13 @@ TRAINERS = {
         "Fit the SED post-processing per class (median window, threshold) on a corpus' validation subset; writes a copy "
         "of the weight file with them in its meta (models.sed post='tuned', streamkit sed --post tuned).",
     ),
+    "singer-id": (
+        "streamkit.train.singer_id",
+        "add_arguments",
+        "run_from_args",
+        "Fit the singer embedding's whitening on a `streamkit corpus singers` corpus' train split and calibrate the open-set "
+        "threshold on its dev split; writes the transform (.npz) and a model card JSON.",
+    ),
 }
 
 HELP = {
@@ -57,12 +64,13 @@ HELP = {
     "rnnt-lid": "refit a lid RNN-T's LID head on its frozen encoder",
     "sed": "the sound event detection CRNN (models.sed)",
     "sed-post": "fit its per-class median windows and thresholds on the validation clips",
+    "singer-id": "the singer embedding's whitening and open-set threshold (streamkit singers, models.singer_id)",
 }
 
 
 def add_parsers(sub: Any) -> None:
     add_command(sub, "train", help="train a model: sad-dnn (CNN-GRU SAD), rnnt (multilingual RNN-T), rnnt-lid (its LID head), sed (SED CRNN), "
-                "sed-post (its per-class post-processing)",
+                "sed-post (its per-class post-processing), singer-id (singer embedding)",
                 description="Train a model. `streamkit train WHAT --help` lists the options.", arguments=add_trainers)  # fmt: skip
 
 

@@ -64,6 +64,7 @@ BUILTIN_MODULES = (
     "streamkit.models.sad_dnn_block",  # models.sad_dnn (CNN-GRU SAD)
     "streamkit.models.rnnt_stream",  # models.rnnt_asr (multilingual RNN-T, no shipped weights yet)
     "streamkit.models.sed_stream",  # models.sed (sliding-window SED CRNN)
+    "streamkit.models.singer_id_block",  # models.singer_id (who is singing: singer.id events)
     "streamkit.web.tap",  # web.tap (feeds the live view)
 )
 
