@@ -5,9 +5,11 @@ Steps (:func:`align`):
 1. **Coarse rate.** The reception (at ``rx_rate``) is resampled to the schedule's rate by a small
    rational factor ``q ~ rate / rx_rate`` (``scipy.signal.resample_poly``); what ``q`` misses is
    part of the sampling-rate offset found below.
-2. **Markers.** Each scheduled marker's binary STFT mask is slid along the reception
+2. **Markers.** A scheduled marker's binary STFT mask is slid along the reception
    (:mod:`streamkit.dsp.align.detect`); the best start is that marker's hypothesis, kept when its
-   score reaches ``threshold``, then located to a fraction of a sample on the waveform.
+   score reaches ``threshold``, then located to a fraction of a sample on the waveform. Once two
+   markers agree with the schedule, the others are searched only where the schedule puts them,
+   at ``guided_threshold`` (:mod:`streamkit.dsp.align.search`).
 3. **Clock map and sanity checks.** A straight line ``j = offset + ratio * k`` (reception sample
    of reference sample ``k``) is fitted robustly to the found markers
    (:func:`~streamkit.dsp.align.clock.fit_clock`). A marker is usable when it was found, comes
@@ -21,9 +23,9 @@ Steps (:func:`align`):
    resampling step, from the receiver's clock to the reference's, with no drift.
 5. **GCC-PHAT.** Per speech segment of a sequence's utterances, the delay between the clean
    reference and the compensated reception (:func:`~streamkit.dsp.align.gcc.gcc_phat`); the
-   median over the sequence is applied when its magnitude is under ``gcc_limit_ms`` (16 ms),
-   else the sequence keeps the marker alignment (a larger value means a wrong estimate, e.g. at
-   low SNR).
+   median over the sequence is applied when at least ``gcc_min_segments`` segments agree within
+   ``gcc_max_spread_ms`` (median deviation) and it is under ``gcc_limit_ms`` (16 ms); else the
+   sequence keeps the marker alignment (``gcc_not_applied`` in the report says why).
 
 :func:`write_outputs` writes ``audio/<utt>.wav`` (aligned reception), ``clean/<utt>.wav``
 (reference), ``labels.rttm`` and ``report.json``.
@@ -45,8 +47,9 @@ from scipy.signal import resample_poly
 
 from streamkit.data.transmission import Schedule
 from streamkit.dsp.align.clock import ClockMap, fit_clock, interpolate
-from streamkit.dsp.align.detect import SpecGrid, marker_mask, normalized_spectrogram, refine, score_curve
-from streamkit.dsp.align.gcc import gcc_phat
+from streamkit.dsp.align.detect import SpecGrid, normalized_spectrogram
+from streamkit.dsp.align.gcc import consistent_median, gcc_phat
+from streamkit.dsp.align.search import find_markers
 from streamkit.dsp.markers import marker_length
 
 __all__ = ["AlignOptions", "AlignResult", "align", "coarse_factor", "write_outputs"]
@@ -57,9 +60,12 @@ class AlignOptions:
     """Knobs of :func:`align` (defaults are the documented ones)."""
 
     threshold: float = 0.3
+    guided_threshold: float = 0.2
     tol_ms: float = 2.0
     max_sro_ppm: float = 1000.0
     gcc_limit_ms: float = 16.0
+    gcc_min_segments: int = 2
+    gcc_max_spread_ms: float = 0.05
     nominal_rate: float | None = None
     min_segment_s: float = 0.1
 
@@ -107,20 +113,19 @@ def align(
     nominal = float(o.nominal_rate or rx_rate)
     markers: list[dict[str, Any]] = []
     k_found, j_found, idx_found = [], [], []
-    for i, m in enumerate(sched.markers):
-        sc = score_curve(pn, marker_mask(m.id, grid))
-        entry: dict[str, Any] = {"id": m.id, "expected_start": m.start, "score": None, "rx_position": None, "status": "missing"}
-        if sc.size:
-            s = int(np.argmax(sc))
-            entry["score"] = round(float(sc[s]), 4)
-            if sc[s] >= o.threshold:
-                fine = refine(rx_c, s * grid.hop, m.id, rate, 2 * grid.hop)
-                if fine is not None:
-                    j = fine.position / float(q)
-                    entry.update(rx_position=j, freq_offset_hz=round(fine.freq_offset_hz, 3), quality=round(fine.quality, 4), status="found")
-                    k_found.append(m.start)
-                    j_found.append(j)
-                    idx_found.append(i)
+    hits = find_markers(rx_c, pn, grid, [m.id for m in sched.markers], [m.start for m in sched.markers], ratio=float(q) * rx_rate / rate,
+                        threshold=o.threshold, guided_threshold=o.guided_threshold, max_ppm=o.max_sro_ppm,
+                        tol=o.tol_ms * 1e-3 * rate)  # fmt: skip
+    for i, (m, h) in enumerate(zip(sched.markers, hits)):
+        entry: dict[str, Any] = {"id": m.id, "expected_start": m.start, "score": None, "rx_position": None, "status": "missing", "search": h.search}
+        if h.score is not None:
+            entry["score"] = round(h.score, 4)
+        if h.fine is not None:
+            j = h.fine.position / float(q)
+            entry.update(rx_position=j, freq_offset_hz=round(h.fine.freq_offset_hz, 3), quality=round(h.fine.quality, 4), status="found")
+            k_found.append(m.start)
+            j_found.append(j)
+            idx_found.append(i)
         markers.append(entry)
     tol = o.tol_ms * 1e-3 * rx_rate
     clock = fit_clock(k_found, j_found, nominal_ratio=rx_rate / rate, tol=tol, max_ppm=o.max_sro_ppm)
@@ -197,11 +202,13 @@ def _align_sequence(sched: Schedule, si: int, ref: NDArray[np.float32], rx: NDAr
                     delays.append(gcc_phat(clean[a:b], y[a:b], rate, max_delay=limit).delay)
                 except ValueError:
                     continue
-    med = float(np.median(delays)) if delays else 0.0
-    applied = bool(delays) and abs(med) < o.gcc_limit_ms * 1e-3 * rate
-    d = med if applied else 0.0
-    entry.update(status="accepted", gcc_segments=len(delays), gcc_median_ms=round(med / rate * 1e3, 4) if delays else None,
+    med, why = consistent_median(delays, limit=o.gcc_limit_ms * 1e-3 * rate, min_segments=o.gcc_min_segments,
+                                 max_spread=o.gcc_max_spread_ms * 1e-3 * rate)  # fmt: skip
+    d = med if why is None else 0.0
+    entry.update(status="accepted", gcc_segments=len(delays), gcc_median_ms=round(float(np.median(delays)) / rate * 1e3, 4) if delays else None,
                  delay_applied_ms=round(d / rate * 1e3, 4), rx_starts={})  # fmt: skip
+    if why is not None:
+        entry["gcc_not_applied"] = why
     for u in seq:
         if d:
             k = u.start + d + np.arange(u.samples, dtype=np.float64)

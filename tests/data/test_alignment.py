@@ -95,6 +95,21 @@ def test_missing_marker_rejects_its_two_sequences() -> None:
     assert res.report["markers"][1]["status"] == "missing"
 
 
+def test_weak_marker_is_found_where_the_schedule_puts_it() -> None:
+    """A marker buried in noise (score ~0.24, under the global 0.3) is found in the window the other markers predict."""
+    tx, sched = _transmission(3)
+    rx, rx_true = _receive(tx, 30.0, 0.2)
+    j = int(_truth(sched.markers[1].start, 30.0, 0.2))
+    n = int(4 * rx_true)
+    rx[j - 2000 : j + n + 2000] += 1.3 * np.random.default_rng(7).standard_normal(n + 4000)
+    res = align(sched, tx, rx, RX)
+    m = res.report["markers"][1]
+    assert m["status"] == "ok" and m["search"] == "guided"
+    assert 0.2 <= m["score"] < 0.3
+    assert abs(m["rx_position"] - _truth(sched.markers[1].start, 30.0, 0.2)) / RX * 1e3 < 0.5  # ms
+    assert [s["status"] for s in res.report["sequences"]] == ["accepted"] * 3
+
+
 def test_lost_samples_put_a_marker_off_schedule() -> None:
     tx, sched = _transmission(4)
     rx, _ = _receive(tx, 0.0, 0.2)

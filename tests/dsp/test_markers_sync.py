@@ -8,7 +8,7 @@ from scipy.signal import hilbert, resample_poly
 
 from streamkit.dsp.align.clock import fit_clock, interpolate
 from streamkit.dsp.align.detect import SpecGrid, marker_mask, normalized_spectrogram, refine, score_curve
-from streamkit.dsp.align.gcc import gcc_phat
+from streamkit.dsp.align.gcc import consistent_median, gcc_phat
 from streamkit.dsp.markers import MAX_MARKERS, N_SYMBOLS, gold_codes, marker_code, marker_length, marker_waveform
 
 FS = 8000
@@ -153,3 +153,14 @@ def test_resample_poly_rate_conversion_keeps_positions() -> None:
     c = int(np.argmax(score_curve(normalized_spectrogram(y, grid), marker_mask(1, grid)))) * grid.hop
     fine = refine(y, c, 1, FS, 2 * grid.hop)
     assert fine is not None and fine.position == pytest.approx(20000.0, abs=0.1)
+
+
+def test_gcc_median_applied_only_when_segments_agree() -> None:
+    kw = {"limit": 128.0, "min_segments": 2, "max_spread": 0.4}
+    assert consistent_median([3.1, 3.3, 3.2], **kw) == (3.2, None)
+    assert consistent_median([3.1, 3.3], **kw)[1] is None
+    med, why = consistent_median([-5.0, 5.2], **kw)  # two segments 10 samples apart: one of them is wrong
+    assert med == pytest.approx(0.1) and why is not None and "disagree" in why
+    assert "fewer than 2" in (consistent_median([3.0], **kw)[1] or "")
+    assert consistent_median([], **kw)[1] == "no speech segment"
+    assert "limit" in (consistent_median([200.0, 200.1], **kw)[1] or "")

@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike
 
 from streamkit.dsp.align.detect import parabolic_peak
 
-__all__ = ["GccResult", "gcc_phat"]
+__all__ = ["GccResult", "consistent_median", "gcc_phat"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,3 +55,25 @@ def gcc_phat(x: ArrayLike, y: ArrayLike, rate: float, *, max_delay: int, band_hz
     lags = np.concatenate([cc[n - m :], cc[: m + 1]])  # lags -m .. m
     i = int(np.argmax(lags))
     return GccResult(delay=parabolic_peak(lags, i) - m, peak=float(lags[i]))
+
+
+def consistent_median(delays: list[float], *, limit: float, min_segments: int, max_spread: float) -> tuple[float, str | None]:
+    """The median of per-segment delays and None when it can be trusted, else ``(median, reason)``.
+
+    Trusted: at least ``min_segments`` estimates, their median absolute deviation at most
+    ``max_spread`` and the median's magnitude under ``limit`` (all in samples). On a fading
+    multipath channel at low SNR single GCC-PHAT peaks land on the other path or on voiced
+    speech's pitch period (ms away), so a median of a few disagreeing estimates is worse than the
+    marker alignment it would correct.
+    """
+    if not delays:
+        return 0.0, "no speech segment"
+    med = float(np.median(delays))
+    if len(delays) < min_segments:
+        return med, f"{len(delays)} segment(s), fewer than {min_segments}"
+    spread = float(np.median(np.abs(np.asarray(delays) - med)))
+    if spread > max_spread:
+        return med, f"segments disagree (median deviation {spread:.1f} samples)"
+    if abs(med) >= limit:
+        return med, "median beyond the limit"
+    return med, None

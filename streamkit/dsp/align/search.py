@@ -1,0 +1,121 @@
+"""Schedule-guided marker search: two markers anywhere, the others where the schedule puts them.
+
+Scoring one marker's mask against the whole reception (:func:`~streamkit.dsp.align.detect.score_curve`)
+costs a 2-D FFT of the whole spectrogram, so searching every marker everywhere grows with
+(markers x length), and a marker that a fade pushed under the global threshold is lost even when
+it is plainly where the schedule says. :func:`find_markers` therefore:
+
+1. searches markers globally, in schedule order, until two of them score at least ``threshold``
+   and agree with the schedule (their spacing gives a clock ratio within ``max_ppm`` of the nominal
+   one): the *anchors* (when no two agree, the best-scoring marker alone, at the nominal ratio);
+2. predicts every other marker's start from the anchors' line and searches only a window around it
+   (the schedule distance to the nearer anchor times ``max_ppm``, plus ``tol`` and a frame each
+   side), refitting the line as markers are added. A windowed hit is kept at the lower
+   ``guided_threshold`` when no other scheduled marker's mask scores higher at the same start (a
+   wrong marker on air, e.g. swapped markers, scores ~1 with its own mask and ~0.3 with this one);
+   a marker not found in its window is searched globally at ``threshold`` (a marker displaced by
+   lost samples is then found, and judged off schedule by the caller).
+
+The caller's sanity checks (order, distance from the robust clock line) still judge every marker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from streamkit.dsp.align.detect import FineMarker, SpecGrid, marker_mask, refine, score_curve
+
+__all__ = ["MarkerHit", "find_markers"]
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerHit:
+    """One marker's search result: best start frame, its score, how it was searched, and the fine position (or None)."""
+
+    frame: int | None
+    score: float | None
+    search: str
+    fine: FineMarker | None
+
+
+def _score_at(pn: NDArray[np.float64], mask: NDArray[np.bool_], s: int) -> float:
+    t = mask.shape[1]
+    if s < 0 or s + t > pn.shape[1]:
+        return 0.0
+    return float(np.sum(pn[:, s : s + t][mask]) / t)
+
+
+def find_markers(x: NDArray[np.float64], pn: NDArray[np.float64], grid: SpecGrid, ids: list[int], starts: list[int], *,
+                 ratio: float, threshold: float, guided_threshold: float, max_ppm: float, tol: float) -> list[MarkerHit]:  # fmt: skip
+    """Find the scheduled markers (``ids`` at reference samples ``starts``) in ``x`` (at the reference rate, nominally).
+
+    ``pn`` is ``x``'s normalised spectrogram on ``grid``; ``ratio`` the nominal samples of ``x`` per
+    reference sample; ``tol`` (samples of ``x``) the allowed distance from the line.
+    """
+    n = len(ids)
+    masks = [marker_mask(i, grid) for i in ids]
+    hits: list[MarkerHit | None] = [None] * n
+    pos: dict[int, float] = {}  # marker index -> fine position in x
+
+    def take(i: int, s: int, v: float, how: str) -> None:
+        fine = refine(x, s * grid.hop, ids[i], grid.rate, 2 * grid.hop)
+        hits[i] = MarkerHit(s, v, how, fine)
+        if fine is not None:
+            pos[i] = fine.position
+
+    def _global(i: int, how: str) -> MarkerHit:
+        sc = score_curve(pn, masks[i])
+        if not sc.size:
+            return MarkerHit(None, None, how, None)
+        s = int(np.argmax(sc))
+        v = float(sc[s])
+        if v < threshold:
+            return MarkerHit(s, v, how, None)
+        take(i, s, v, how)
+        return hits[i]  # type: ignore[return-value]
+
+    anchors: tuple[int, int] | None = None
+    for i in range(n):
+        hits[i] = _global(i, "global")
+        for a in list(pos):
+            if a != i and i in pos and abs((pos[i] - pos[a]) / (starts[i] - starts[a]) / ratio - 1.0) * 1e6 <= max_ppm:
+                anchors = (a, i)
+                break
+        if anchors:
+            break
+    if anchors is None:
+        if not pos:
+            return [h or MarkerHit(None, None, "global", None) for h in hits]
+        best = max(pos, key=lambda a: hits[a].score or 0.0)  # type: ignore[union-attr]
+        used = {best}
+    else:
+        used = {anchors[0], anchors[1]}
+    rest = [i for i in range(n) if i not in used]
+    rest.sort(key=lambda i: min(abs(starts[i] - starts[a]) for a in used))
+    for i in rest:
+        kk = np.array([starts[a] for a in sorted(used)], dtype=np.float64)
+        jj = np.array([pos[a] for a in sorted(used)])
+        slope, icpt = np.polyfit(kk, jj, 1) if kk.size > 1 else (ratio, jj[0] - ratio * kk[0])
+        pred = icpt + slope * starts[i]
+        dist = min(abs(starts[i] - starts[a]) for a in used) * ratio
+        half = int(np.ceil((dist * max_ppm * 1e-6 + tol) / grid.hop)) + 1
+        c = int(round(pred / grid.hop))
+        t = masks[i].shape[1]
+        lo, hi = max(c - half, 0), min(c + half, pn.shape[1] - t)
+        if hi < lo:
+            hits[i] = _global(i, "guided, then global")
+            continue
+        sc = score_curve(pn[:, lo : hi + t], masks[i])
+        s = lo + int(np.argmax(sc))
+        v = float(sc[s - lo])
+        others = max((_score_at(pn, masks[m], s) for m in range(n) if ids[m] != ids[i]), default=0.0)
+        if v < guided_threshold or others >= v:
+            hits[i] = _global(i, "guided, then global")
+            continue
+        take(i, s, v, "guided")
+        if i in pos and abs(pos[i] - pred) <= tol:
+            used.add(i)
+    return [h or MarkerHit(None, None, "global", None) for h in hits]
