@@ -187,5 +187,6 @@ def _until(page, expr: str, timeout: float = 30.0) -> None:
     """Poll ``expr`` in the page (page.wait_for_function evaluates strings, which the page's CSP forbids)."""
     deadline = time.monotonic() + timeout
     while not page.evaluate(expr):
-        assert time.monotonic() < deadline, f"timed out waiting for {expr}"
+        if time.monotonic() >= deadline:  # a hang bound, not a timing check
+            raise AssertionError(f"timed out waiting for {expr}")
         time.sleep(0.2)
