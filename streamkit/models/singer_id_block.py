@@ -102,8 +102,9 @@ class SingerIdBlock(SyncBlock):
 
     def _clear(self) -> None:
         self._origin: int | None = None  # input index of row 0 of this segment
-        self._audio = np.zeros(0)
-        self._a0 = 0  # segment sample index of self._audio[0]
+        self._abuf = np.zeros(1 << 16)  # the window's audio: self._abuf[self._alo:self._ahi] (amortised appends, no copy per chunk)
+        self._alo = self._ahi = 0
+        self._a0 = 0  # segment sample index of the window's first sample
         self._rows = np.zeros((0, 3))
         self._r0 = 0  # segment row index of self._rows[0]
         self._voiced_since = 0
@@ -113,9 +114,26 @@ class SingerIdBlock(SyncBlock):
         if self._origin is None:
             self._origin = ctx.position
         v = np.nan_to_num(np.asarray(x[:, 0], dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
-        self._audio = np.concatenate([self._audio, v])
+        self._append_audio(v)
         self._rows_in(ctx, self._ex.push(v))
         return x
+
+    @property
+    def _audio(self) -> np.ndarray:
+        return self._abuf[self._alo : self._ahi]
+
+    def _append_audio(self, v: np.ndarray) -> None:
+        n = v.shape[0]
+        if self._ahi + n > self._abuf.shape[0]:  # compact (drop what the window forgot), grow if still short
+            live = self._ahi - self._alo
+            size = self._abuf.shape[0]
+            while live + n > size // 2:
+                size *= 2
+            buf = np.zeros(size) if size != self._abuf.shape[0] else self._abuf
+            buf[:live] = self._abuf[self._alo : self._ahi]
+            self._abuf, self._alo, self._ahi = buf, 0, live
+        self._abuf[self._ahi : self._ahi + n] = v
+        self._ahi += n
 
     def _rows_in(self, ctx: Context, rows: np.ndarray, final: bool = False) -> None:
         every = int(round(self.every_s * 100))
@@ -139,7 +157,7 @@ class SingerIdBlock(SyncBlock):
             return
         self._rows = self._rows[lo_row - self._r0 :]
         self._r0 = lo_row
-        self._audio = self._audio[lo_row * HOP - self._a0 :]
+        self._alo = min(self._ahi, self._alo + lo_row * HOP - self._a0)
         self._a0 = lo_row * HOP
 
     def _decide(self, ctx: Context) -> None:
