@@ -26,7 +26,7 @@ Usage::
   and at tau 30 / s_th 0.5: LID accuracy, T_avg, decoder CPU and RT factor.
 
 WER and CER: jiwer, word-weighted over the files of a set. One thread (torch, BLAS). Writes
-``benchmarks/results/rnnt_real.json`` (``--out``) and prints the goals of issue 56 with pass/miss.
+``benchmarks/results/rnnt_real.json`` (``--out``) and prints the real-speech ASR goals with pass/miss.
 """
 
 from __future__ import annotations
@@ -231,7 +231,7 @@ def synthetic_rows(corpus: Path, model: str, limit: int | None) -> list[dict[str
 
 
 def goals(res: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
-    """(goal, target, measured, met) rows of issue 56's item 5 that this run measures (None: not measured / no target)."""
+    """(goal, target, measured, met) rows of the real-speech ASR goals that this run measures (None: not measured / no target)."""
     out: list[tuple[str, str, str, bool | None]] = []
     lid_real = res.get("real", {}).get("ours", {}).get("all", {}).get("lid_en_pct")
     if lid_real is not None:
