@@ -98,7 +98,6 @@ class StationFeed:
         self.status: dict[str, Any] = {"state": "starting", "detail": "", "smeter_dbm": None, "level_dbfs": None, "rtf": None,
                                        "stream_s": 0.0, "gaps": 0, "lost_s": 0.0, "segments": {}, "speech_t": None, "lang": None,
                                        "text": None, "partial": None, "classes": {}}  # fmt: skip
-        self.dropped_frames_total = 0
         self.version = 0  # bumped under ``lock`` whenever ``status`` or ``rate`` changes
 
     # -- engine side (the tap) -----------------------------------------------------------------------
