@@ -11,7 +11,7 @@ the score of a start frame ``s`` is the mean over the marker's frames of the in-
 
 1.0 for a clean marker, about (mask bins / band bins) ~ 0.1-0.15 on noise, and about 0.2-0.3 for
 another marker at its best lag (the Gold codes make their masks overlap little). Computed for every ``s`` at once
-by FFT correlation.
+by FFT correlation along time, bin by bin, summed before one inverse transform (:class:`ScoreBank`).
 
 Fine: around the coarse position, the analytic reception is correlated with each analytic chirp
 symbol of the marker, and the magnitudes are summed over the up-chirp symbols and over the
@@ -33,11 +33,12 @@ from typing import Final
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import fft as sp_fft
 from scipy.signal import fftconvolve, hilbert
 
 from streamkit.dsp.markers import N_SYMBOLS, SWEEP_HZ, marker_code, marker_length, marker_waveform, symbol_bounds
 
-__all__ = ["BAND_HZ", "FineMarker", "SpecGrid", "marker_mask", "normalized_spectrogram", "parabolic_peak", "refine", "score_curve"]
+__all__ = ["BAND_HZ", "FineMarker", "ScoreBank", "SpecGrid", "marker_mask", "normalized_spectrogram", "parabolic_peak", "refine", "score_curve"]
 
 #: the band the detector looks at (an SSB voice channel)
 BAND_HZ: Final = (250.0, 2750.0)
@@ -108,13 +109,36 @@ def marker_mask(marker_id: int, grid: SpecGrid) -> NDArray[np.bool_]:
     return _mask_cached(int(marker_id), float(grid.rate), grid.n_fft, grid.hop)
 
 
+class ScoreBank:
+    """The score curves of any number of masks over one normalised spectrogram ``pn``.
+
+    ``score[s] = (1 / T) sum_f sum_tau mask[f, tau] pn[f, s + tau]`` is, per band bin ``f``, a 1-D
+    correlation along time; their sum is one inverse FFT of the summed cross spectra. The
+    spectrogram's spectra along time are computed once (float32), so each further mask costs its
+    own transform, a product summed over the bins and one inverse transform (a 2-D FFT
+    convolution would transform twice as many rows, and ``pn`` again for every mask).
+    """
+
+    def __init__(self, pn: NDArray[np.float64]) -> None:
+        self.frames = int(pn.shape[1])
+        self.nfft = sp_fft.next_fast_len(max(self.frames, 1), real=True)
+        self.spec = sp_fft.rfft(np.asarray(pn, dtype=np.float32), self.nfft, axis=1)
+
+    def score(self, mask: NDArray[np.bool_]) -> NDArray[np.float64]:
+        """``score[s]`` for every start frame ``s`` with the whole mask inside ``pn`` (empty if too short)."""
+        t = mask.shape[1]
+        if self.frames < t:
+            return np.zeros(0)
+        m = sp_fft.rfft(mask.astype(np.float32), self.nfft, axis=1)
+        cross = np.einsum("ft,ft->t", self.spec, np.conj(m))
+        # circular correlation; no wrap for s <= frames - t since nfft >= frames
+        c = sp_fft.irfft(cross, self.nfft)[: self.frames - t + 1].astype(np.float64)
+        return np.clip(c / t, 0.0, None)
+
+
 def score_curve(pn: NDArray[np.float64], mask: NDArray[np.bool_]) -> NDArray[np.float64]:
     """``score[s]`` for every start frame ``s`` with the whole mask inside ``pn`` (empty if too short)."""
-    t = mask.shape[1]
-    if pn.shape[1] < t:
-        return np.zeros(0)
-    c = fftconvolve(pn, mask[::-1, ::-1].astype(np.float64), mode="valid")[0]
-    return np.clip(c / t, 0.0, None)
+    return ScoreBank(pn).score(mask)
 
 
 def parabolic_peak(y: NDArray[np.floating], i: int) -> float:

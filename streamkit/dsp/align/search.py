@@ -1,7 +1,7 @@
 """Schedule-guided marker search: two markers anywhere, the others where the schedule puts them.
 
 Scoring one marker's mask against the whole reception (:func:`~streamkit.dsp.align.detect.score_curve`)
-costs a 2-D FFT of the whole spectrogram, so searching every marker everywhere grows with
+costs transforms of the whole spectrogram, so searching every marker everywhere grows with
 (markers x length), and a marker that a fade pushed under the global threshold is lost even when
 it is plainly where the schedule says. :func:`find_markers` therefore:
 
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from streamkit.dsp.align.detect import FineMarker, SpecGrid, marker_mask, refine, score_curve
+from streamkit.dsp.align.detect import FineMarker, ScoreBank, SpecGrid, marker_mask, refine, score_curve
 
 __all__ = ["MarkerHit", "find_markers"]
 
@@ -59,6 +59,7 @@ def find_markers(x: NDArray[np.float64], pn: NDArray[np.float64], grid: SpecGrid
     masks = [marker_mask(i, grid) for i in ids]
     hits: list[MarkerHit | None] = [None] * n
     pos: dict[int, float] = {}  # marker index -> fine position in x
+    bank: list[ScoreBank] = []  # the reception's spectra, computed at the first global search
 
     def take(i: int, s: int, v: float, how: str) -> None:
         fine = refine(x, s * grid.hop, ids[i], grid.rate, 2 * grid.hop)
@@ -67,7 +68,9 @@ def find_markers(x: NDArray[np.float64], pn: NDArray[np.float64], grid: SpecGrid
             pos[i] = fine.position
 
     def _global(i: int, how: str) -> MarkerHit:
-        sc = score_curve(pn, masks[i])
+        if not bank:
+            bank.append(ScoreBank(pn))
+        sc = bank[0].score(masks[i])
         if not sc.size:
             return MarkerHit(None, None, how, None)
         s = int(np.argmax(sc))
