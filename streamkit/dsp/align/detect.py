@@ -184,7 +184,8 @@ def _symbol_envelopes(xa: NDArray[np.complex128], marker_id: int, rate: float, l
         t = full[a:b]
         seg = xa[a : b + lags - 1]
         mags[i] = np.abs(fftconvolve(seg, np.conj(t[::-1]), mode="valid"))
-        e = np.sqrt(np.convolve(p[a : b + lags - 1], np.ones(b - a), mode="valid"))
+        cs = np.concatenate(([0.0], np.cumsum(p[a : b + lags - 1])))
+        e = np.sqrt(np.maximum(cs[b - a : b - a + lags] - cs[:lags], 0.0))  # sliding energy over the symbol
         norms[i] = e * math.sqrt(float(np.sum(np.abs(t) ** 2)))
     return mags, norms
 

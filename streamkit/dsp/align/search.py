@@ -13,7 +13,14 @@ it is plainly where the schedule says. :func:`find_markers` therefore:
    side), refitting the line as markers are added. A windowed hit is kept at the lower
    ``guided_threshold`` when no other scheduled marker's mask scores higher at the same start (a
    wrong marker on air, e.g. swapped markers, scores ~1 with its own mask and ~0.3 with this one);
-   a marker not found in its window is searched globally at ``threshold`` (a marker displaced by
+3. when the mask fails in the window (a fade, deep noise), a matched filter decides: each of the
+   marker's chirp symbols is correlated with the waveform over the whole window and the magnitudes
+   are summed at the symbols' offsets (:func:`~streamkit.dsp.align.detect.refine`: coherent within a
+   symbol, incoherent across symbols, so fading and a frequency error cost little). The marker is
+   kept when its normalised peak (``quality``) reaches ``matched_threshold`` and no other scheduled
+   marker's symbols correlate as well at that place (noise peaks at ~0.05, speech ~0.07, another
+   marker up to ~0.2 with this one's symbols and ~1 with its own; the marker itself ~0.5 at -5 dB);
+4. a marker found neither way is searched globally at ``threshold`` (a marker displaced by
    lost samples is then found, and judged off schedule by the caller).
 
 The caller's sanity checks (order, distance from the robust clock line) still judge every marker.
@@ -48,8 +55,23 @@ def _score_at(pn: NDArray[np.float64], mask: NDArray[np.bool_], s: int) -> float
     return float(np.sum(pn[:, s : s + t][mask]) / t)
 
 
+def _matched(x: NDArray[np.float64], ids: list[int], i: int, center: int, search: int, rate: float, threshold: float) -> FineMarker | None:
+    """Marker ``ids[i]`` by the symbol matched filter within ``center +- search``, or None when its
+    quality is under ``threshold`` or another scheduled marker's symbols match as well there."""
+    fine = refine(x, center, ids[i], rate, search)
+    if fine is None or fine.quality < threshold:
+        return None
+    at = int(round(fine.position))
+    for m in sorted(set(ids) - {ids[i]}):
+        other = refine(x, at, m, rate, 8)
+        if other is not None and other.quality >= fine.quality:
+            return None
+    return fine
+
+
 def find_markers(x: NDArray[np.float64], pn: NDArray[np.float64], grid: SpecGrid, ids: list[int], starts: list[int], *,
-                 ratio: float, threshold: float, guided_threshold: float, max_ppm: float, tol: float) -> list[MarkerHit]:  # fmt: skip
+                 ratio: float, threshold: float, guided_threshold: float, matched_threshold: float, max_ppm: float,
+                 tol: float) -> list[MarkerHit]:  # fmt: skip
     """Find the scheduled markers (``ids`` at reference samples ``starts``) in ``x`` (at the reference rate, nominally).
 
     ``pn`` is ``x``'s normalised spectrogram on ``grid``; ``ratio`` the nominal samples of ``x`` per
@@ -115,10 +137,16 @@ def find_markers(x: NDArray[np.float64], pn: NDArray[np.float64], grid: SpecGrid
         s = lo + int(np.argmax(sc))
         v = float(sc[s - lo])
         others = max((_score_at(pn, masks[m], s) for m in range(n) if ids[m] != ids[i]), default=0.0)
-        if v < guided_threshold or others >= v:
-            hits[i] = _global(i, "guided, then global")
-            continue
-        take(i, s, v, "guided")
+        if v >= guided_threshold and others < v:
+            take(i, s, v, "guided")
+        else:
+            fine = _matched(x, ids, i, c * grid.hop, half * grid.hop, grid.rate, matched_threshold)
+            if fine is None:
+                hits[i] = _global(i, "guided, then global")
+                continue
+            f = int(round(fine.position / grid.hop))
+            hits[i] = MarkerHit(f, _score_at(pn, masks[i], f), "guided, matched filter", fine)
+            pos[i] = fine.position
         if i in pos and abs(pos[i] - pred) <= tol:
             used.add(i)
     return [h or MarkerHit(None, None, "global", None) for h in hits]
