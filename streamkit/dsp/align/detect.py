@@ -34,7 +34,7 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 from scipy import fft as sp_fft
-from scipy.signal import fftconvolve, hilbert
+from scipy.signal import hilbert
 
 from streamkit.dsp.markers import N_SYMBOLS, SWEEP_HZ, marker_code, marker_length, marker_waveform, symbol_bounds
 
@@ -172,21 +172,40 @@ def _symbols(marker_id: int, rate: float) -> tuple[NDArray[np.int64], NDArray[np
     return symbol_bounds(rate), up, marker_waveform(marker_id, rate, analytic=True)
 
 
-def _symbol_envelopes(xa: NDArray[np.complex128], marker_id: int, rate: float, lags: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``(|c_i(l)|, norm_i(l))`` per symbol ``i`` and lag ``l < lags``: the magnitude of the
-    correlation of symbol ``i`` with the reception at lag ``l``, and the product of the two norms."""
+@lru_cache(maxsize=64)
+def _symbol_spectra(marker_id: int, rate: float, nfft: int) -> tuple[NDArray[np.complex128], NDArray[np.float64]]:
+    """Conjugate spectra (symbols, ``nfft``) of the analytic symbols and their norms."""
     bounds, _, full = _symbols(marker_id, rate)
-    mags = np.empty((N_SYMBOLS, lags))
-    norms = np.empty((N_SYMBOLS, lags))
-    p = np.abs(xa) ** 2
+    t = np.zeros((N_SYMBOLS, nfft), dtype=np.complex128)
     for i in range(N_SYMBOLS):
         a, b = int(bounds[i]), int(bounds[i + 1])
-        t = full[a:b]
-        seg = xa[a : b + lags - 1]
-        mags[i] = np.abs(fftconvolve(seg, np.conj(t[::-1]), mode="valid"))
-        cs = np.concatenate(([0.0], np.cumsum(p[a : b + lags - 1])))
-        e = np.sqrt(np.maximum(cs[b - a : b - a + lags] - cs[:lags], 0.0))  # sliding energy over the symbol
-        norms[i] = e * math.sqrt(float(np.sum(np.abs(t) ** 2)))
+        t[i, : b - a] = full[a:b]
+    spec = np.conj(sp_fft.fft(t, axis=1))
+    spec.flags.writeable = False
+    return spec, np.sqrt(np.sum(np.abs(t) ** 2, axis=1))
+
+
+def _symbol_envelopes(xa: NDArray[np.complex128], marker_id: int, rate: float, lags: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(|c_i(l)|, norm_i(l))`` per symbol ``i`` and lag ``l < lags``: the magnitude of the
+    correlation of symbol ``i`` with the reception at lag ``l``, and the product of the two norms.
+
+    All symbols at once: the reception's segment under each symbol (``lags - 1`` samples longer)
+    is one row of a batch transformed together; the symbols' spectra are cached per size.
+    """
+    bounds, _, _ = _symbols(marker_id, rate)
+    width = int(np.max(np.diff(bounds)))
+    nfft = sp_fft.next_fast_len(width + lags - 1)
+    tspec, tnorm = _symbol_spectra(marker_id, rate, nfft)
+    seg = np.zeros((N_SYMBOLS, nfft), dtype=np.complex128)
+    norms = np.empty((N_SYMBOLS, lags))
+    cs = np.concatenate(([0.0], np.cumsum(np.abs(xa) ** 2)))
+    for i in range(N_SYMBOLS):
+        a, b = int(bounds[i]), int(bounds[i + 1])
+        seg[i, : b - a + lags - 1] = xa[a : b + lags - 1]
+        # circular correlation: no wrap for l < lags since nfft >= width + lags - 1
+        e = cs[b : b + lags] - cs[a : a + lags]  # the reception's energy under the symbol at lag l
+        norms[i] = np.sqrt(np.maximum(e, 0.0)) * tnorm[i]
+    mags = np.abs(sp_fft.ifft(sp_fft.fft(seg, axis=1) * tspec, axis=1)[:, :lags])
     return mags, norms
 
 
