@@ -5,9 +5,11 @@ costs transforms of the whole spectrogram, so searching every marker everywhere 
 (markers x length), and a marker that a fade pushed under the global threshold is lost even when
 it is plainly where the schedule says. :func:`find_markers` therefore:
 
-1. searches markers globally, in schedule order, until two of them score at least ``threshold``
-   and agree with the schedule (their spacing gives a clock ratio within ``max_ppm`` of the nominal
-   one): the *anchors* (when no two agree, the best-scoring marker alone, at the nominal ratio);
+1. searches markers globally, in schedule order, until two of them agree with the schedule (their
+   spacing gives a clock ratio within ``max_ppm`` of the nominal one): the *anchors* (when no two
+   agree, the best-scoring marker alone, at the nominal ratio). A marker counts when its mask
+   scores at least ``threshold``, or at least ``guided_threshold`` with the matched filter of
+   step 3 confirming it there (a weak candidate is kept only as one of the two anchors);
 2. predicts every other marker's start from the anchors' line and searches only a window around it
    (the schedule distance to the nearer anchor times ``max_ppm``, plus ``tol`` and a frame each
    side), refitting the line as markers are added. A windowed hit is kept at the lower
@@ -103,14 +105,25 @@ def find_markers(x: NDArray[np.float64], pn: NDArray[np.float64], grid: SpecGrid
         return hits[i]  # type: ignore[return-value]
 
     anchors: tuple[int, int] | None = None
+    weak: dict[int, FineMarker] = {}  # under threshold globally, confirmed by the matched filter
     for i in range(n):
-        hits[i] = _global(i, "global")
-        for a in list(pos):
-            if a != i and i in pos and abs((pos[i] - pos[a]) / (starts[i] - starts[a]) / ratio - 1.0) * 1e6 <= max_ppm:
+        h = hits[i] = _global(i, "global")
+        if i not in pos and h.frame is not None and h.score is not None and h.score >= guided_threshold:
+            fine = _matched(x, ids, i, h.frame * grid.hop, 4 * grid.hop, grid.rate, matched_threshold)
+            if fine is not None:
+                weak[i] = fine
+        cand = pos | {a: f.position for a, f in weak.items()}
+        for a in cand:
+            if a != i and i in cand and abs((cand[i] - cand[a]) / (starts[i] - starts[a]) / ratio - 1.0) * 1e6 <= max_ppm:
                 anchors = (a, i)
                 break
         if anchors:
             break
+    for a in anchors or ():
+        if a in weak:
+            h = hits[a]
+            hits[a] = MarkerHit(h.frame, h.score, "global, matched filter", weak[a])  # type: ignore[union-attr]
+            pos[a] = weak[a].position
     if anchors is None:
         if not pos:
             return [h or MarkerHit(None, None, "global", None) for h in hits]
