@@ -172,7 +172,7 @@ def _symbols(marker_id: int, rate: float) -> tuple[NDArray[np.int64], NDArray[np
     return symbol_bounds(rate), up, marker_waveform(marker_id, rate, analytic=True)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=16)
 def _symbol_spectra(marker_id: int, rate: float, nfft: int) -> tuple[NDArray[np.complex128], NDArray[np.float64]]:
     """Conjugate spectra (symbols, ``nfft``) of the analytic symbols and their norms."""
     bounds, _, full = _symbols(marker_id, rate)
@@ -194,7 +194,7 @@ def _symbol_envelopes(xa: NDArray[np.complex128], marker_id: int, rate: float, l
     """
     bounds, _, _ = _symbols(marker_id, rate)
     width = int(np.max(np.diff(bounds)))
-    nfft = sp_fft.next_fast_len(width + lags - 1)
+    nfft = sp_fft.next_fast_len(-(-(width + lags - 1) // 512) * 512)  # few distinct sizes: a small cache
     tspec, tnorm = _symbol_spectra(marker_id, rate, nfft)
     seg = np.zeros((N_SYMBOLS, nfft), dtype=np.complex128)
     norms = np.empty((N_SYMBOLS, lags))
