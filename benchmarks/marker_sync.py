@@ -15,7 +15,7 @@ of each accepted utterance (median, 95th percentile, ms); SRO error (ppm). One e
 10-minute transmission (12 sequences of 5 utterances, moderate, +10 dB, 56 ppm) for the SRO goal.
 Real-time factor = align's wall time / reception duration.
 
-    python benchmarks/marker_sync.py [--repeats 1] [--quick]
+    python benchmarks/marker_sync.py [--repeats 2] [--quick]
 
 Writes benchmarks/results/marker_sync.json.
 """
@@ -95,7 +95,7 @@ def one(pool: list[Utterance], n_seq: int, per: int, profile: str, snr: float, s
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=1, help="transmissions per condition (default 1; 45 conditions)")
+    ap.add_argument("--repeats", type=int, default=2, help="transmissions per condition (default 2; 45 conditions)")
     ap.add_argument("--quick", action="store_true", help="one profile, three SNRs, one SRO (smoke run)")
     a = ap.parse_args()
     pool = _pool()

@@ -9,7 +9,8 @@ Steps (:func:`align`):
    (:mod:`streamkit.dsp.align.detect`); the best start is that marker's hypothesis, kept when its
    score reaches ``threshold``, then located to a fraction of a sample on the waveform. Once two
    markers agree with the schedule, the others are searched only where the schedule puts them,
-   at ``guided_threshold`` (:mod:`streamkit.dsp.align.search`).
+   at ``guided_threshold``, or by the chirp symbols' matched filter at ``matched_threshold``
+   when the mask fails there (:mod:`streamkit.dsp.align.search`).
 3. **Clock map and sanity checks.** A straight line ``j = offset + ratio * k`` (reception sample
    of reference sample ``k``) is fitted robustly to the found markers
    (:func:`~streamkit.dsp.align.clock.fit_clock`). A marker is usable when it was found, comes
@@ -61,6 +62,7 @@ class AlignOptions:
 
     threshold: float = 0.3
     guided_threshold: float = 0.2
+    matched_threshold: float = 0.15
     tol_ms: float = 2.0
     max_sro_ppm: float = 1000.0
     gcc_limit_ms: float = 16.0
@@ -114,7 +116,8 @@ def align(
     markers: list[dict[str, Any]] = []
     k_found, j_found, idx_found = [], [], []
     hits = find_markers(rx_c, pn, grid, [m.id for m in sched.markers], [m.start for m in sched.markers], ratio=float(q) * rx_rate / rate,
-                        threshold=o.threshold, guided_threshold=o.guided_threshold, max_ppm=o.max_sro_ppm,
+                        threshold=o.threshold, guided_threshold=o.guided_threshold,
+                        matched_threshold=o.matched_threshold, max_ppm=o.max_sro_ppm,
                         tol=o.tol_ms * 1e-3 * rate)  # fmt: skip
     for i, (m, h) in enumerate(zip(sched.markers, hits)):
         entry: dict[str, Any] = {"id": m.id, "expected_start": m.start, "score": None, "rx_position": None, "status": "missing", "search": h.search}

@@ -110,6 +110,56 @@ def test_weak_marker_is_found_where_the_schedule_puts_it() -> None:
     assert [s["status"] for s in res.report["sequences"]] == ["accepted"] * 3
 
 
+def _bury_marker(tx: np.ndarray, sched: object, level: float, keep: bool) -> np.ndarray:
+    """The reception (+30 ppm, 0.2 s) with marker 1 under white noise of std ``level`` (or replaced by it)."""
+    rx, rx_true = _receive(tx, 30.0, 0.2)
+    j = int(_truth(sched.markers[1].start, 30.0, 0.2))
+    n = int(4 * rx_true)
+    if not keep:
+        rx[j : j + n] = 0.0
+    rx[j - 2000 : j + n + 2000] += level * np.random.default_rng(7).standard_normal(n + 4000)
+    return rx
+
+
+def test_matched_filter_finds_a_marker_the_mask_misses() -> None:
+    """Marker 1 about -11 dB under noise in its band: its mask scores under 0.2 in the predicted
+    window, the symbols' matched filter still finds it there, to a fraction of a ms."""
+    tx, sched = _transmission(3)
+    res = align(sched, tx, _bury_marker(tx, sched, 2.0, keep=True), RX)
+    m = res.report["markers"][1]
+    assert m["status"] == "ok" and m["search"] == "guided, matched filter"
+    assert m["score"] < 0.2 and m["quality"] >= 0.15
+    assert abs(m["rx_position"] - _truth(sched.markers[1].start, 30.0, 0.2)) / RX * 1e3 < 0.5  # ms
+    assert [s["status"] for s in res.report["sequences"]] == ["accepted"] * 3
+
+
+def test_weak_markers_confirmed_by_the_matched_filter_anchor_the_search() -> None:
+    """Every marker under noise, its mask under the global 0.3 everywhere: two of them, confirmed by
+    the matched filter where their masks peak and agreeing with the schedule, anchor the search."""
+    tx, sched = _transmission(3)
+    rx, rx_true = _receive(tx, 30.0, 0.2)
+    n = int(4 * rx_true)
+    for k, m in enumerate(sched.markers):
+        j = int(_truth(m.start, 30.0, 0.2))
+        rx[j - 2000 : j + n + 2000] += 1.4 * np.random.default_rng(20 + k).standard_normal(n + 4000)
+    res = align(sched, tx, rx, RX)
+    marks = res.report["markers"]
+    assert all(m["score"] < 0.3 and m["status"] == "ok" for m in marks)
+    assert [m["search"] for m in marks[:2]] == ["global, matched filter"] * 2
+    for m, slot in zip(marks, sched.markers):
+        assert abs(m["rx_position"] - _truth(slot.start, 30.0, 0.2)) / RX * 1e3 < 0.5  # ms
+    assert [s["status"] for s in res.report["sequences"]] == ["accepted"] * 3
+
+
+@pytest.mark.parametrize("level", [0.5, 2.0])
+def test_matched_filter_accepts_no_marker_in_noise(level: float) -> None:
+    """Where the schedule puts marker 1 there is only noise: no marker is accepted there."""
+    tx, sched = _transmission(3)
+    res = align(sched, tx, _bury_marker(tx, sched, level, keep=False), RX)
+    assert res.report["markers"][1]["status"] == "missing"
+    assert [s["status"] for s in res.report["sequences"]] == ["rejected", "rejected", "accepted"]
+
+
 def test_lost_samples_put_a_marker_off_schedule() -> None:
     tx, sched = _transmission(4)
     rx, _ = _receive(tx, 0.0, 0.2)

@@ -7,7 +7,7 @@ import pytest
 from scipy.signal import hilbert, resample_poly
 
 from streamkit.dsp.align.clock import fit_clock, interpolate
-from streamkit.dsp.align.detect import SpecGrid, marker_mask, normalized_spectrogram, refine, score_curve
+from streamkit.dsp.align.detect import ScoreBank, SpecGrid, marker_mask, normalized_spectrogram, refine, score_curve
 from streamkit.dsp.align.gcc import consistent_median, gcc_phat
 from streamkit.dsp.markers import MAX_MARKERS, N_SYMBOLS, gold_codes, marker_code, marker_length, marker_waveform
 
@@ -52,6 +52,25 @@ def test_markers_are_near_orthogonal_in_the_stft_domain() -> None:
                 assert peak > 0.95
             else:
                 assert peak < 0.4, (m, other, peak)
+
+
+def test_score_bank_matches_the_direct_sum_for_every_mask() -> None:
+    """One bank of the reception's spectra scores several masks exactly as the definition says."""
+    grid = SpecGrid.for_rate(FS)
+    rng = np.random.default_rng(3)
+    x = 0.1 * rng.standard_normal(FS * 8)
+    x[FS : FS + marker_length(FS)] += marker_waveform(1, FS)
+    pn = normalized_spectrogram(x, grid)
+    bank = ScoreBank(pn)
+    for m in (1, 4):
+        mask = marker_mask(m, grid)
+        t = mask.shape[1]
+        sc = bank.score(mask)
+        assert sc.size == pn.shape[1] - t + 1
+        for s in (0, 17, int(np.argmax(sc)), sc.size - 1):
+            assert sc[s] == pytest.approx(float(np.sum(pn[:, s : s + t][mask])) / t, abs=1e-5)
+    assert abs(int(np.argmax(bank.score(marker_mask(1, grid)))) * grid.hop - FS) <= grid.hop
+    assert ScoreBank(pn[:, :10]).score(marker_mask(1, grid)).size == 0
 
 
 def test_marker_renders_at_any_rate_with_exact_length() -> None:

@@ -11,7 +11,7 @@ the score of a start frame ``s`` is the mean over the marker's frames of the in-
 
 1.0 for a clean marker, about (mask bins / band bins) ~ 0.1-0.15 on noise, and about 0.2-0.3 for
 another marker at its best lag (the Gold codes make their masks overlap little). Computed for every ``s`` at once
-by FFT correlation.
+by FFT correlation along time, bin by bin, summed before one inverse transform (:class:`ScoreBank`).
 
 Fine: around the coarse position, the analytic reception is correlated with each analytic chirp
 symbol of the marker, and the magnitudes are summed over the up-chirp symbols and over the
@@ -33,11 +33,12 @@ from typing import Final
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.signal import fftconvolve, hilbert
+from scipy import fft as sp_fft
+from scipy.signal import hilbert
 
 from streamkit.dsp.markers import N_SYMBOLS, SWEEP_HZ, marker_code, marker_length, marker_waveform, symbol_bounds
 
-__all__ = ["BAND_HZ", "FineMarker", "SpecGrid", "marker_mask", "normalized_spectrogram", "parabolic_peak", "refine", "score_curve"]
+__all__ = ["BAND_HZ", "FineMarker", "ScoreBank", "SpecGrid", "marker_mask", "normalized_spectrogram", "parabolic_peak", "refine", "score_curve"]
 
 #: the band the detector looks at (an SSB voice channel)
 BAND_HZ: Final = (250.0, 2750.0)
@@ -108,13 +109,36 @@ def marker_mask(marker_id: int, grid: SpecGrid) -> NDArray[np.bool_]:
     return _mask_cached(int(marker_id), float(grid.rate), grid.n_fft, grid.hop)
 
 
+class ScoreBank:
+    """The score curves of any number of masks over one normalised spectrogram ``pn``.
+
+    ``score[s] = (1 / T) sum_f sum_tau mask[f, tau] pn[f, s + tau]`` is, per band bin ``f``, a 1-D
+    correlation along time; their sum is one inverse FFT of the summed cross spectra. The
+    spectrogram's spectra along time are computed once (float32), so each further mask costs its
+    own transform, a product summed over the bins and one inverse transform (a 2-D FFT
+    convolution would transform twice as many rows, and ``pn`` again for every mask).
+    """
+
+    def __init__(self, pn: NDArray[np.float64]) -> None:
+        self.frames = int(pn.shape[1])
+        self.nfft = sp_fft.next_fast_len(max(self.frames, 1), real=True)
+        self.spec = sp_fft.rfft(np.asarray(pn, dtype=np.float32), self.nfft, axis=1)
+
+    def score(self, mask: NDArray[np.bool_]) -> NDArray[np.float64]:
+        """``score[s]`` for every start frame ``s`` with the whole mask inside ``pn`` (empty if too short)."""
+        t = mask.shape[1]
+        if self.frames < t:
+            return np.zeros(0)
+        m = sp_fft.rfft(mask.astype(np.float32), self.nfft, axis=1)
+        cross = np.einsum("ft,ft->t", self.spec, np.conj(m))
+        # circular correlation; no wrap for s <= frames - t since nfft >= frames
+        c = sp_fft.irfft(cross, self.nfft)[: self.frames - t + 1].astype(np.float64)
+        return np.clip(c / t, 0.0, None)
+
+
 def score_curve(pn: NDArray[np.float64], mask: NDArray[np.bool_]) -> NDArray[np.float64]:
     """``score[s]`` for every start frame ``s`` with the whole mask inside ``pn`` (empty if too short)."""
-    t = mask.shape[1]
-    if pn.shape[1] < t:
-        return np.zeros(0)
-    c = fftconvolve(pn, mask[::-1, ::-1].astype(np.float64), mode="valid")[0]
-    return np.clip(c / t, 0.0, None)
+    return ScoreBank(pn).score(mask)
 
 
 def parabolic_peak(y: NDArray[np.floating], i: int) -> float:
@@ -148,20 +172,40 @@ def _symbols(marker_id: int, rate: float) -> tuple[NDArray[np.int64], NDArray[np
     return symbol_bounds(rate), up, marker_waveform(marker_id, rate, analytic=True)
 
 
-def _symbol_envelopes(xa: NDArray[np.complex128], marker_id: int, rate: float, lags: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``(|c_i(l)|, norm_i(l))`` per symbol ``i`` and lag ``l < lags``: the magnitude of the
-    correlation of symbol ``i`` with the reception at lag ``l``, and the product of the two norms."""
+@lru_cache(maxsize=16)
+def _symbol_spectra(marker_id: int, rate: float, nfft: int) -> tuple[NDArray[np.complex128], NDArray[np.float64]]:
+    """Conjugate spectra (symbols, ``nfft``) of the analytic symbols and their norms."""
     bounds, _, full = _symbols(marker_id, rate)
-    mags = np.empty((N_SYMBOLS, lags))
-    norms = np.empty((N_SYMBOLS, lags))
-    p = np.abs(xa) ** 2
+    t = np.zeros((N_SYMBOLS, nfft), dtype=np.complex128)
     for i in range(N_SYMBOLS):
         a, b = int(bounds[i]), int(bounds[i + 1])
-        t = full[a:b]
-        seg = xa[a : b + lags - 1]
-        mags[i] = np.abs(fftconvolve(seg, np.conj(t[::-1]), mode="valid"))
-        e = np.sqrt(np.convolve(p[a : b + lags - 1], np.ones(b - a), mode="valid"))
-        norms[i] = e * math.sqrt(float(np.sum(np.abs(t) ** 2)))
+        t[i, : b - a] = full[a:b]
+    spec = np.conj(sp_fft.fft(t, axis=1))
+    spec.flags.writeable = False
+    return spec, np.sqrt(np.sum(np.abs(t) ** 2, axis=1))
+
+
+def _symbol_envelopes(xa: NDArray[np.complex128], marker_id: int, rate: float, lags: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(|c_i(l)|, norm_i(l))`` per symbol ``i`` and lag ``l < lags``: the magnitude of the
+    correlation of symbol ``i`` with the reception at lag ``l``, and the product of the two norms.
+
+    All symbols at once: the reception's segment under each symbol (``lags - 1`` samples longer)
+    is one row of a batch transformed together; the symbols' spectra are cached per size.
+    """
+    bounds, _, _ = _symbols(marker_id, rate)
+    width = int(np.max(np.diff(bounds)))
+    nfft = sp_fft.next_fast_len(-(-(width + lags - 1) // 512) * 512)  # few distinct sizes: a small cache
+    tspec, tnorm = _symbol_spectra(marker_id, rate, nfft)
+    seg = np.zeros((N_SYMBOLS, nfft), dtype=np.complex128)
+    norms = np.empty((N_SYMBOLS, lags))
+    cs = np.concatenate(([0.0], np.cumsum(np.abs(xa) ** 2)))
+    for i in range(N_SYMBOLS):
+        a, b = int(bounds[i]), int(bounds[i + 1])
+        seg[i, : b - a + lags - 1] = xa[a : b + lags - 1]
+        # circular correlation: no wrap for l < lags since nfft >= width + lags - 1
+        e = cs[b : b + lags] - cs[a : a + lags]  # the reception's energy under the symbol at lag l
+        norms[i] = np.sqrt(np.maximum(e, 0.0)) * tnorm[i]
+    mags = np.abs(sp_fft.ifft(sp_fft.fft(seg, axis=1) * tspec, axis=1)[:, :lags])
     return mags, norms
 
 
