@@ -251,8 +251,7 @@ def test_web_options_refused_with_one_line():
 
     graph = Path(__file__).resolve().parents[2] / "examples" / "graphs" / "demo_signal.yaml"
     for args, want in [(("run", str(graph), "--web", "0", "--web-tap", "nope"), "no block 'nope'"),
-                       (("monitor", "--web", "localhost:http"), "bad --web port"),
-                       (("monitor", "--web", "0", "--ray", "auto"), "--web with --ray is not supported")]:  # fmt: skip
+                       (("monitor", "--web", "localhost:http"), "bad --web port")]:  # fmt: skip
         p = _cli(*args)
         out, err = p.communicate(timeout=60)
         assert p.returncode == 2 and want in err and err.count("\n") == 1 and "Traceback" not in err, (args, err)
