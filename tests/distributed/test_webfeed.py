@@ -113,7 +113,7 @@ def test_a_restarted_shard_resumes_the_rows_after_a_reconnect_gap(emulator):
         web.feed(r["web"] or {})
         for ev in r["events"]:
             led.note(ev)
-        for name, st in r["status"].items():
+        for st in r["status"].values():
             led.update(st)
         time.sleep(0.2)
     shard.stop(10)  # the shard "dies": what it did not ship is lost, its last status is not taken
