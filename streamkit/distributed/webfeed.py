@@ -141,9 +141,7 @@ class DriverWeb:
     def feed(self, batch: dict[str, Any]) -> None:
         """One shard's :meth:`ShardWeb.take`."""
         for name, b in batch.items():
-            f = self.hub.feed(name)
-            if f is None:
-                continue
+            f = self.hub.station(name)  # made here if :meth:`station` did not name it first
             if b.get("rate") and b["rate"] != f.rate:
                 with f.lock:
                     f.rate = float(b["rate"])

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from streamkit.distributed.webfeed import DriverWeb
 from streamkit.io.jsonl_events import read_events
+from streamkit.web.attach import LiveView
 
 ray = pytest.importorskip("ray")
 cluster_utils = pytest.importorskip("ray.cluster_utils")
@@ -117,7 +119,8 @@ def test_a_killed_node_moves_its_shard_and_every_lost_sample_is_accounted(cluste
     # shard 0: a station its server refuses + a good one; shard 1: two good ones
     specs = [f"127.0.0.1:{refusing_emulator}:7100:lsb"] + [f"127.0.0.1:{emulator}:{7200 + k}:lsb" for k in range(3)]
     duration = 8.0
-    sup, sinks = _supervisor(specs, tmp_path, duration=duration)
+    view = LiveView("127.0.0.1:0")  # the live view's rows too (no server, no viewer: the driver's hub alone)
+    sup, sinks = _supervisor(specs, tmp_path, duration=duration, web=DriverWeb(view))
     sinks.open()
     sup.start()
     th = threading.Thread(target=sup.run, kwargs={"timeout": 90}, daemon=True)
@@ -166,6 +169,15 @@ def test_a_killed_node_moves_its_shard_and_every_lost_sample_is_accounted(cluste
         assert abs(st["delivered"] + st["lost"] - expected) <= 0.5 * st["rate"], (st["delivered"], st["lost"], expected)
         # nothing of the dead run is counted twice: the resumed run starts after the last confirmed event
         assert gaps[0]["span"][0] <= st["delivered"]
+    # the live view: every good station's rows, in time order, none twice; the moved one's outage is the
+    # gap on the first row of its resumed run, with the loss its events report
+    for name in good:
+        rows = list(view.hub.feed(name).rows.items)
+        times = [r[0] for r in rows]
+        assert times == sorted(set(times)) and abs(len(rows) - 10 * duration) <= 5, (name, len(rows))
+        want = [("reconnect", rep["stations"][name]["lost"] / rep["stations"][name]["rate"])] if name == moved else []
+        got = [(r[3], r[1]) for r in rows if r[2]]
+        assert [c for c, _ in got] == [c for c, _ in want] and all(abs(a - b) < 0.01 for (_, a), (_, b) in zip(got, want)), (got, want)
 
 
 @pytest.mark.timeout(60)
