@@ -106,12 +106,10 @@ def cmd_monitor(a: argparse.Namespace) -> int:
         stations += _load_station_file(a.stations_file)
     out = ConsoleOut(sys.stdout)  # shared with the live view: a closed stdout is reported once, and the run goes on
     if a.ray is not None:
-        if a.web is not None:
-            raise CliError("--web with --ray is not supported yet: the live view shows the stations of one process (run --web without --ray)")
         from streamkit.cli.cluster import cmd_monitor_ray
 
         return cmd_monitor_ray(a, stations, password, _sad_detectors(a.sad) + (("asr",) if a.asr else ()) + (("sed",) if a.sed else ()),
-                               _asr_options(a), out)  # fmt: skip
+                               _asr_options(a), out, live_view(a))  # fmt: skip
     if a.index is not None and a.record is None:
         raise CliError("--index needs --record DIR: the index is built from the recordings")
     view = live_view(a)

@@ -46,12 +46,18 @@ def run_cluster_monitor(
     cpus_per_shard: float = 1.0,
     supervisor_options: Mapping[str, Any] | None = None,
     timeout: float | None = None,
+    live: Any = None,
+    on_live: Any = None,
 ) -> dict[str, Any]:
     """Monitor ``stations`` (or the built-in emulator, on the driver's loopback) on a Ray cluster.
 
     ``events_on``: ``driver`` (per-station JSONL in ``events_dir`` on this machine) or ``node`` (in
     ``events_dir`` on the node that runs the station's shard). Recordings (``record_dir``) are always
     written on the nodes; a restarted station records into ``record_dir/restart<k>/``.
+
+    ``live``: a :class:`~streamkit.web.attach.LiveView` that shows every station of the cluster (its
+    waterfall rows computed in the shards, :mod:`streamkit.distributed.webfeed`); it is started by
+    ``on_live(live)`` or ``live.start()`` before the shards, and closed by the caller.
     """
     from streamkit.distributed.ray_cluster import ClusterSupervisor, connect, require_ray
     from streamkit.monitor import DEMO_STATIONS, MonitorConsole
@@ -72,6 +78,7 @@ def run_cluster_monitor(
     connected = False
     sup = None
     con = None
+    web = None
     try:
         tasks = station_tasks(specs, duration=duration, password=password, password_follows_redirect=password_follows_redirect,
                               compression=compression, stall_s=stall_s, max_retries=max_retries)  # fmt: skip
@@ -80,13 +87,24 @@ def run_cluster_monitor(
         if con is not None:
             for n in names:
                 con.expect(n)
-        sinks = DriverSinks(names, events_dir if events_on == "driver" else None, [con] if con is not None else [])
+        others: list[Any] = [con] if con is not None else []
+        if live is not None:
+            from streamkit.distributed.webfeed import DriverWeb
+
+            web = DriverWeb(live)
+            for t in tasks:
+                p = t.params
+                web.station(t.name, freq_khz=p.get("freq_khz"), mode=p.get("mode"), host=f"{p.get('host')}:{p.get('port')}")
+            others.append(live.hub.events_sink)
+        sinks = DriverSinks(names, events_dir if events_on == "driver" else None, others)
         options: dict[str, Any] = {"detectors": tuple(detectors), "asr_options": dict(asr_options or {}), "record_dir": record_dir}
         if events_on == "node" and events_dir is not None:
             options["events_on_node"] = events_dir
         connected = connect(address)
         sup = ClusterSupervisor(tasks, sinks, options=options, shard_size=shard_size, cpus_per_shard=cpus_per_shard,
-                                **dict(supervisor_options or {}))  # fmt: skip
+                                web=web, **dict(supervisor_options or {}))  # fmt: skip
+        if live is not None:
+            (on_live or (lambda v: v.start()))(live)
         sinks.open()
         try:
             sup.start()
@@ -105,4 +123,8 @@ def run_cluster_monitor(
     rep["fatal"] = {n: s["fatal"] for n, s in rep["stations"].items() if s["fatal"]}
     rep["emulated"] = emu is not None
     rep["console_lost"] = con.output_lost if con is not None else None
+    if web is not None:
+        rep["web"] = web.summary()
+        for n, st in rep["stations"].items():
+            st["web_rows_dropped"] = web.rows_dropped.get(n, 0)
     return rep

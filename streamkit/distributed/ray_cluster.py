@@ -16,7 +16,9 @@ shard), hands the events to the driver's sinks and the statuses to each station'
 * a station its server refused (bad password, kick, ...: the ``io.kiwi`` block's fatal
   message) ends once with that reason and is not restarted with its shard.
 * events beyond a shard's bounded outbox are dropped there and counted (``events_dropped``), so a
-  slow driver never holds up audio.
+  slow driver never holds up audio; so are live-view rows beyond a shard's web rings (``web``, a
+  :class:`~.webfeed.DriverWeb`: each poll names the stations a viewer listens to, and its reply
+  carries the new rows and that audio).
 """
 
 from __future__ import annotations
@@ -108,10 +110,13 @@ class ClusterSupervisor:
 
     def __init__(self, tasks: list[StationTask], sinks: DriverSinks, *, options: GraphOptions | None = None, shard_size: int = 100,
                  cpus_per_shard: float = 1.0, outbox_size: int = 20000, poll_s: float = 0.25, max_events: int = 5000,
-                 dead_after_s: float = 20.0, max_restarts: int = 10, stop_grace_s: float = 30.0) -> None:  # fmt: skip
+                 dead_after_s: float = 20.0, max_restarts: int = 10, stop_grace_s: float = 30.0, web: Any = None) -> None:  # fmt: skip
         self.ray = require_ray()
         self.sinks = sinks
         self.options = dict(options or {})
+        self.web = web  # a DriverWeb (streamkit.distributed.webfeed): the shards feed its live view
+        if web is not None:
+            self.options.setdefault("web", web.options())
         self.cpus_per_shard = float(cpus_per_shard)
         self.outbox_size = outbox_size
         self.poll_s = poll_s
@@ -181,7 +186,15 @@ class ClusterSupervisor:
             return sh.where
         return None
 
+    def _listen(self, sh: _Shard) -> list[str] | None:
+        """The shard's stations a viewer of the live view listens to (None: no live view)."""
+        if self.web is None:
+            return None
+        return sorted(self.web.listening().intersection(sh.names))
+
     def _take(self, sh: _Shard, reply: dict[str, Any]) -> None:
+        if self.web is not None and reply.get("web"):
+            self.web.feed(reply["web"])
         for ev in reply["events"]:
             led = self.ledgers.get(ev.stream)
             if led is not None:
@@ -198,7 +211,7 @@ class ClusterSupervisor:
         try:
             fin = ray.get(sh.actor.stop.remote(self.stop_grace_s), timeout=self.stop_grace_s + 10)
             while True:
-                reply = ray.get(sh.actor.poll.remote(self.max_events), timeout=self.dead_after_s)
+                reply = ray.get(sh.actor.poll.remote(self.max_events, self._listen(sh)), timeout=self.dead_after_s)
                 reply["status"] = fin["status"]
                 self._take(sh, reply)
                 if not reply["events"]:
@@ -229,7 +242,7 @@ class ClusterSupervisor:
                 break
             for sh in self.shards:
                 if not sh.done and sh.ref is None and now >= sh.due:
-                    sh.ref, sh.sent = sh.actor.poll.remote(self.max_events), now
+                    sh.ref, sh.sent = sh.actor.poll.remote(self.max_events, self._listen(sh)), now
             pending = {sh.ref: sh for sh in self.shards if not sh.done and sh.ref is not None}
             if not pending:
                 time.sleep(self.poll_s)

@@ -25,11 +25,13 @@ from streamkit.core.clock import RealTime
 from streamkit.core.runtime import MultiRunner, Runner
 from streamkit.distributed.outbox import Outbox, StationSink
 from streamkit.distributed.tasks import StationTask
+from streamkit.distributed.webfeed import ShardWeb
 
 __all__ = ["ShardWorker", "GraphOptions"]
 
 #: keyword arguments of :func:`streamkit.monitor.build_station_graph` a shard passes on, plus
-#: ``events_on_node`` (a directory for node-local JSONL files) and ``stats_interval_s``
+#: ``events_on_node`` (a directory for node-local JSONL files), ``stats_interval_s`` and ``web``
+#: (the live view's options, :class:`~streamkit.distributed.webfeed.ShardWeb`; absent: no live view)
 GraphOptions = dict[str, Any]
 
 
@@ -49,6 +51,8 @@ class ShardWorker:
         node_events = opts.pop("events_on_node", None)
         stats_interval_s = float(opts.pop("stats_interval_s", 1.0))
         record_dir = opts.pop("record_dir", None)
+        web_options = opts.pop("web", None)
+        self.web: ShardWeb | None = ShardWeb(web_options) if web_options is not None else None
         for t in tasks:
             rec = record_dir
             if rec is not None and t.incarnation:  # a restart never overwrites the recording of an earlier run
@@ -60,6 +64,8 @@ class ShardWorker:
             local = JsonlEventSink(path=str(Path(node_events) / "{graph}.jsonl")) if node_events else None
             sink = StationSink(t, self.outbox, local)
             g.subscribe(sink)
+            if self.web is not None:
+                self.web.attach(g, t)
             self.sinks[t.name] = sink
             self.runners[t.name] = Runner(g, RealTime(), duration=t.duration, stats_interval_s=stats_interval_s)
         self.mr = MultiRunner(list(self.runners.values()))
@@ -84,13 +90,15 @@ class ShardWorker:
         """Host and process of this shard."""
         return {"host": socket.gethostname(), "pid": os.getpid()}
 
-    def poll(self, max_events: int = 5000) -> dict[str, Any]:
-        """At most ``max_events`` events, and the stations' status as of the previous poll."""
+    def poll(self, max_events: int = 5000, listen: list[str] | None = None) -> dict[str, Any]:
+        """At most ``max_events`` events, and the stations' status as of the previous poll; with a
+        live view, its new rows (and the audio of the stations in ``listen``) under ``web``."""
         evs = self.outbox.take(max_events)
         status, self._status = self._status, self._snapshot()
+        web = self.web.take(listen or ()) if self.web is not None else None
         return {"events": evs, "status": status, "dropped": dict(self.outbox.dropped), "backlog": len(self.outbox),
                 "finished": self.finished.is_set(), "error": self.error, "cpu_s": _cpu_s() - self._cpu0,
-                "wall_s": time.monotonic() - self._t0}  # fmt: skip
+                "wall_s": time.monotonic() - self._t0, "web": web}  # fmt: skip
 
     def _snapshot(self) -> dict[str, Any]:
         now = time.time()

@@ -3,7 +3,7 @@
 The cluster is module-scoped: a head node without CPUs (it runs the driver and Ray's services) and
 two worker nodes of 2 logical CPUs each, so that two shards of 1 CPU spread one per node and a
 shard whose node is removed has a place on the other. Every test is bounded (``timeout``); the
-file keeps to about a minute and a half. Stations are the loopback KiwiSDR emulator's.
+file keeps to about two minutes. Stations are the loopback KiwiSDR emulator's.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from streamkit.distributed.webfeed import DriverWeb
 from streamkit.io.jsonl_events import read_events
+from streamkit.web.attach import LiveView
 
 ray = pytest.importorskip("ray")
 cluster_utils = pytest.importorskip("ray.cluster_utils")
@@ -117,7 +119,8 @@ def test_a_killed_node_moves_its_shard_and_every_lost_sample_is_accounted(cluste
     # shard 0: a station its server refuses + a good one; shard 1: two good ones
     specs = [f"127.0.0.1:{refusing_emulator}:7100:lsb"] + [f"127.0.0.1:{emulator}:{7200 + k}:lsb" for k in range(3)]
     duration = 8.0
-    sup, sinks = _supervisor(specs, tmp_path, duration=duration)
+    view = LiveView("127.0.0.1:0")  # the live view's rows too (no server, no viewer: the driver's hub alone)
+    sup, sinks = _supervisor(specs, tmp_path, duration=duration, web=DriverWeb(view))
     sinks.open()
     sup.start()
     th = threading.Thread(target=sup.run, kwargs={"timeout": 90}, daemon=True)
@@ -166,6 +169,15 @@ def test_a_killed_node_moves_its_shard_and_every_lost_sample_is_accounted(cluste
         assert abs(st["delivered"] + st["lost"] - expected) <= 0.5 * st["rate"], (st["delivered"], st["lost"], expected)
         # nothing of the dead run is counted twice: the resumed run starts after the last confirmed event
         assert gaps[0]["span"][0] <= st["delivered"]
+    # the live view: every good station's rows, in time order, none twice; the moved one's outage is the
+    # gap on the first row of its resumed run, with the loss its events report
+    for name in good:
+        rows = list(view.hub.feed(name).rows.items)
+        times = [r[0] for r in rows]
+        assert times == sorted(set(times)) and abs(len(rows) - 10 * duration) <= 5, (name, len(rows))
+        want = [("reconnect", rep["stations"][name]["lost"] / rep["stations"][name]["rate"])] if name == moved else []
+        got = [(r[3], r[1]) for r in rows if r[2]]
+        assert [c for c, _ in got] == [c for c, _ in want] and all(abs(a - b) < 0.01 for (_, a), (_, b) in zip(got, want)), (got, want)
 
 
 @pytest.mark.timeout(60)
@@ -174,11 +186,69 @@ def test_cli_monitor_ray(cluster, emulator, tmp_path, capsys):
 
     c, _ = cluster
     rc = main(["monitor", "--ray", c.address, "--station", f"127.0.0.1:{emulator}:7300:usb", "--station", f"127.0.0.1:{emulator}:7301:usb",
-               "--duration", "2", "--events", str(tmp_path / "ev"), "--quiet", "--ray-shard-size", "1"])  # fmt: skip
+               "--duration", "2", "--events", str(tmp_path / "ev"), "--quiet", "--ray-shard-size", "1", "--web", "127.0.0.1:0"])  # fmt: skip
     out = capsys.readouterr().out
     assert rc == 0, out
+    # --web with --ray: served on the driver, fed by both shards
+    assert "live view: http://127.0.0.1:" in out and "waterfall row(s) from 2 of 2 station(s)" in out and "no row dropped" in out, out
     assert sorted(p.name for p in (tmp_path / "ev").iterdir()) == [f"127.0.0.1-{emulator}-7300usb.jsonl", f"127.0.0.1-{emulator}-7301usb.jsonl"]
     assert out.count(" 0 lost in 0 gap(s)") == 2, out
+
+
+@pytest.mark.timeout(90)
+def test_web_live_view_shows_every_station_of_every_node(cluster, emulator, tmp_path):
+    """``monitor --ray --web``: a viewer of the driver's page gets rows of every station on both nodes,
+    audio of the one it listens to; a stalled viewer beside it holds nothing up."""
+    import socket
+
+    from websockets.sync.client import connect as ws_connect
+
+    from streamkit.distributed.monitor import run_cluster_monitor
+    from streamkit.web.attach import LiveView
+    from tests.web.ws_reader import WsTally
+
+    c, workers = cluster
+    specs = [f"127.0.0.1:{emulator}:{7400 + k}:lsb" for k in range(4)]
+    view = LiveView("127.0.0.1:0")
+    got = WsTally()
+    conns = []
+
+    def on_live(v):
+        url = v.start(queue_frames=8, sndbuf_bytes=4096, write_buffer_bytes=4096)
+        ws = url.replace("http://", "ws://").rstrip("/") + "/ws"
+        raw = socket.socket()  # a viewer that never reads, listening to another station
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        raw.connect(("127.0.0.1", v.server.port))
+        stalled = ws_connect(ws, sock=raw, max_queue=1, open_timeout=10).__enter__()
+        stalled.send(json.dumps({"listen": 1}))
+        good = ws_connect(ws, open_timeout=10, max_size=None).__enter__()
+        good.send(json.dumps({"listen": 0}))
+        conns.extend([stalled, good])
+        th = threading.Thread(target=got.read, args=(good, 30.0), daemon=True)
+        th.start()
+        conns.append(th)
+
+    duration = 4.0
+    try:
+        rep = run_cluster_monitor(specs, address=c.address, duration=duration, events_dir=str(tmp_path / "ev"), console=False,
+                                  shard_size=2, live=view, on_live=on_live, timeout=60,
+                                  supervisor_options={"poll_s": 0.2, "dead_after_s": 15.0})  # fmt: skip
+        time.sleep(0.5)  # the last status
+    finally:
+        summary = view.close()
+        conns[2].join(20)
+        for ws in conns[:2]:
+            ws.close()
+    assert {sh["where"]["node_id"] for sh in rep["shards"]} == {w.node_id for w in workers}  # one shard on each node
+    for k, (name, st) in enumerate(rep["stations"].items()):
+        # the stalled viewer held nothing up: every station delivered its whole stream, no event or row dropped
+        assert st["delivered"] == round(duration * st["rate"]) and st["events_dropped"] == 0 and st["web_rows_dropped"] == 0
+        assert abs(got.rows[k] - 10 * duration) <= 2, (k, got.rows)  # 10 rows/s of every station reached the page
+        assert view.hub.feed(name).rows.last == rep["web"]["rows"][name]
+    assert set(got.audio) == {0} and got.audio[0] > 0.5 * duration * 8000  # audio of the station listened to, only
+    assert rep["web"]["rows_dropped"] == {} and got.gap_rows == 0
+    assert {"hello", "status", "end"} <= got.types and len(got.status["stations"]) == 4
+    assert summary["viewers"] == 2 and summary["dropped_frames"] > 0  # the stalled viewer lost frames, counted
 
 
 def _descendants(pid: int) -> set[tuple[int, str]]:

@@ -26,6 +26,7 @@ from streamkit.core.registry import lookup
 from streamkit.core.runtime import Runner
 from streamkit.web import frames
 from streamkit.web.attach import LiveView
+from tests.web.ws_reader import WsTally
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -81,30 +82,11 @@ def test_stream_and_a_stalled_viewer_beside_a_good_one():
     stalled = connect(ws_url(url), sock=raw, max_queue=1, open_timeout=10).__enter__()
     stalled.send(json.dumps({"listen": 0}))  # audio too: it stalls sooner
 
-    got = {"rows": 0, "audio": 0, "types": set(), "gap_rows": 0, "missed": None}
+    got = WsTally()
     good = connect(ws_url(url), open_timeout=10, max_size=None).__enter__()
     good.send(json.dumps({"listen": 0}))
 
-    def read_good():
-        try:
-            while True:
-                m = good.recv(timeout=15)
-                if isinstance(m, bytes):
-                    for d in frames.decode_all(m):
-                        if isinstance(d, tuple):
-                            got["rows"] += len(d[1])
-                            got["gap_rows"] += sum(r.gap for r in d[1])
-                        else:
-                            got["audio"] += d.samples.size
-                else:
-                    j = json.loads(m)
-                    got["types"].add(j["type"])
-                    if j["type"] == "status":
-                        got["missed"] = j["viewer"]
-        except Exception:
-            pass
-
-    reader = threading.Thread(target=read_good)
+    reader = threading.Thread(target=got.read, args=(good,))
     reader.start()
     st = Runner(g, RealTime(), duration=None).run()
     time.sleep(0.6)  # the last status
@@ -122,9 +104,10 @@ def test_stream_and_a_stalled_viewer_beside_a_good_one():
     assert st["events_dropped"] == 0 and set(st["gaps_by_cause"]) == {"seq_gap"}
     # the good viewer got every row the tap made (history + live), the gaps, the audio, and lost nothing
     feed = view.hub.feed("demo")
-    assert got["rows"] == feed.rows.last and got["gap_rows"] == st["gaps"] == 3
-    assert got["audio"] > 0.8 * 8 * 8000 and {"hello", "events", "status", "end"} <= got["types"]
-    assert got["missed"] == {**got["missed"], "dropped_frames": 0, "missed_rows": 0, "missed_events": 0}
+    missed = got.status["viewer"]
+    assert got.rows[0] == feed.rows.last and got.gap_rows == st["gaps"] == 3
+    assert got.audio[0] > 0.8 * 8 * 8000 and {"hello", "events", "status", "end"} <= got.types
+    assert missed == {**missed, "dropped_frames": 0, "missed_rows": 0, "missed_events": 0}
 
 
 def test_no_token_no_data_on_a_non_loopback_bind(caplog):
@@ -251,8 +234,7 @@ def test_web_options_refused_with_one_line():
 
     graph = Path(__file__).resolve().parents[2] / "examples" / "graphs" / "demo_signal.yaml"
     for args, want in [(("run", str(graph), "--web", "0", "--web-tap", "nope"), "no block 'nope'"),
-                       (("monitor", "--web", "localhost:http"), "bad --web port"),
-                       (("monitor", "--web", "0", "--ray", "auto"), "--web with --ray is not supported")]:  # fmt: skip
+                       (("monitor", "--web", "localhost:http"), "bad --web port")]:  # fmt: skip
         p = _cli(*args)
         out, err = p.communicate(timeout=60)
         assert p.returncode == 2 and want in err and err.count("\n") == 1 and "Traceback" not in err, (args, err)

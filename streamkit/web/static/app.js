@@ -124,7 +124,8 @@ function updateStatus(s) {
   $(".level .bar", n).style.width = lv == null ? "0" : `${clamp((lv + 90) / 90, 0, 1) * 100}%`;
   $(".level-val", n).textContent = lv == null ? "–" : `${lv.toFixed(1)} dBFS`;
   $(".rtf", n).textContent = s.rtf == null ? "" : `RT factor ${s.rtf.toFixed(4)}`;
-  $(".gaps", n).textContent = `gaps ${s.gaps}` + (s.lost_s ? ` (${s.lost_s.toFixed(2)} s lost)` : "");
+  $(".gaps", n).textContent = `gaps ${s.gaps}` + (s.lost_s ? ` (${s.lost_s.toFixed(2)} s lost)` : "") +
+    (s.rows_dropped ? `, ${s.rows_dropped} row(s) dropped by its shard` : "");
   $(".lang", n).textContent = s.lang ? `lang ${s.lang}` : "";
   $(".asr", n).textContent = s.partial ? `… ${s.partial}` : s.text ? `“${s.text}”` : "";
   if (s.lang) addOption("#f-lang", state.langs, s.lang);
