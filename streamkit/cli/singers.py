@@ -33,7 +33,8 @@ def add_singer_commands(p: argparse.ArgumentParser) -> None:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gallery", required=True, metavar="JSON", help="the gallery file")
-    p.add_argument("--weights", default=None, metavar="NPZ", help="embedding transform (default: the shipped one)")
+    p.add_argument("--weights", default=None, metavar="FILE", help="the embedding: a transform (.npz, default: the shipped one) or a "
+                   "singer net (.pt, from `streamkit train singer-id --model crnn|blstm`; motif mode)")  # fmt: skip
 
 
 def _enroll_args(p: argparse.ArgumentParser) -> None:
@@ -51,9 +52,9 @@ def _identify_args(p: argparse.ArgumentParser) -> None:
 
 
 def _embedder(mode: str, weights: str | None) -> Any:
-    from streamkit.models.singer_embed import SingerEmbedder
+    from streamkit.models.singer_nets import load_embedder
 
-    return SingerEmbedder(mode, weights)
+    return load_embedder(mode, weights)
 
 
 def _embed(emb: Any, file: str) -> Any:

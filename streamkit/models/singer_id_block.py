@@ -76,7 +76,9 @@ class SingerIdBlock(SyncBlock):
         in / out: float32 mono audio at 16000 Hz, passed through unchanged.
     Parameters:
         gallery: the gallery file (``streamkit singers enroll``); required.
-        weights: the embedding transform (default: the shipped one).
+        weights: the embedding: a transform (``.npz``, default: the shipped one) or a singer net
+            (``.pt``, ``streamkit train singer-id --model crnn|blstm``); the gallery must have been
+            enrolled with the same weights.
         every_s: a decision every ``every_s`` seconds of voiced audio (default 5).
         window_s: the decision looks at the last ``window_s`` seconds of audio (default 30):
             its melody is mined for motifs, their clips are embedded and averaged (the voiced
@@ -101,13 +103,14 @@ class SingerIdBlock(SyncBlock):
                  threshold: float | None = None, name: str | None = None) -> None:  # fmt: skip
         super().__init__(name=name)
         from streamkit.dsp.melody import make_extractor
-        from streamkit.models.singer_embed import SingerEmbedder
+        from streamkit.core.errors import ModelError
         from streamkit.models.singer_gallery import Gallery
+        from streamkit.models.singer_nets import load_embedder
 
         try:
             self.gallery = Gallery.load(gallery)
-            self.embedder = SingerEmbedder(self.gallery.mode, weights)
-        except ValueError as exc:
+            self.embedder = load_embedder(self.gallery.mode, weights)
+        except (ValueError, ModelError) as exc:
             raise ConfigError(f"models.singer_id: {exc}") from None
         if not self.gallery.singers:
             raise ConfigError(f"models.singer_id: gallery {gallery} has no singers")
