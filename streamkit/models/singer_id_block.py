@@ -102,8 +102,8 @@ class SingerIdBlock(SyncBlock):
     def __init__(self, *, gallery: str, weights: str | None = None, every_s: float = 5.0, window_s: float = 30.0,
                  threshold: float | None = None, name: str | None = None) -> None:  # fmt: skip
         super().__init__(name=name)
-        from streamkit.dsp.melody import make_extractor
         from streamkit.core.errors import ModelError
+        from streamkit.dsp.melody import make_extractor
         from streamkit.models.singer_gallery import Gallery
         from streamkit.models.singer_nets import load_embedder
 

@@ -12,8 +12,18 @@ import torch
 from streamkit.cli import main
 from streamkit.core.errors import ModelError
 from streamkit.data.singing import SingerProfile, sing
-from streamkit.models.singer_nets import (FEATURES, MODELS, NetConfig, NetEmbedder, SingerNet, clip_features, feature_dim, load_embedder,
-                                          n_params, pool_stats)  # fmt: skip
+from streamkit.models.singer_nets import (
+    FEATURES,
+    MODELS,
+    NetConfig,
+    NetEmbedder,
+    SingerNet,
+    clip_features,
+    feature_dim,
+    load_embedder,
+    n_params,
+    pool_stats,
+)
 from streamkit.train.singer_nets import train_net
 
 

@@ -27,6 +27,7 @@ Writes benchmarks/results/singer_table2.json.
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -138,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     from streamkit.dsp.motifs import motifs_of_contour
     from streamkit.models.singer_embed import MODES, SingerEmbedder
     from streamkit.models.singer_nets import FEATURES, MODELS, NetEmbedder, n_params
-    from streamkit.train.singer_id import analyse, fit, read_corpus
+    from streamkit.train.singer_id import fit, read_corpus
     from streamkit.train.singer_nets import fit_net
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -146,17 +147,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nets", required=True, metavar="DIR", help="singer_MODEL_FEATURES.pt files (missing ones are trained and saved here)")
     ap.add_argument("--epochs", type=int, default=12)
     ap.add_argument("--only", default=None, help="comma-separated MODEL_FEATURES to run (default: all six)")
-    ap.add_argument("--out", default=str(RESULTS / "singer_table2.json"))
+    ap.add_argument("--skip-embed", action="store_true", help="leave out the two rows of the pooled embedding")
+    ap.add_argument("--rows-cache", default=None, metavar="DIR", help="keep each recording's melody rows here (<id>.npy) for the next run")
+    ap.add_argument("--out", default=str(RESULTS / "singer_table2.json"), help="rows already in this file (same corpus) are kept unless run again")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     recs = read_corpus(a.corpus)
-    data = {r["id"]: analyse(a.corpus, r) for r in recs}
+    data = {r["id"]: _analysed(a.corpus, r, a.rows_cache) for r in recs}
     clips = {r["id"]: motifs_of_contour(data[r["id"]][1])[1] for r in recs}
     res: dict[str, Any] = {"corpus": str(a.corpus), "machine": machine_info(), "split": "by recording", "rows": {},
                            "analysis_s": round(time.perf_counter() - t0, 1)}  # fmt: skip
-    t, cal = fit(a.corpus, data=data)
-    for mode in MODES:
+    t, cal = (None, {}) if a.skip_embed else fit(a.corpus, data=data)
+    for mode in () if t is None else MODES:
         name = "embed_" + ("pooled_baseline" if mode == "clip" else "motif")
         res["rows"][name] = {"model": "embed", "mode": mode, "features": "mel stats", "params": int(t.w.size + 2 * t.mu.size),
                              **evaluate(SingerEmbedder(mode, t), cal[mode]["threshold"], recs, data, clips)}  # fmt: skip
@@ -186,4 +189,26 @@ def main(argv: list[str] | None = None) -> int:
     res["note"] = ("paper_accuracy_pct: the singer-ID paper's Table 2 (Motifs dataset), real flamenco singers and a random per-clip "
                    "split (clips of one recording in train and test); here synthetic singers, split by recording: not comparable")  # fmt: skip
     res["seconds"] = round(time.perf_counter() - t0, 1)
+    old = Path(a.out)
+    if old.is_file():
+        prev = json.loads(old.read_text(encoding="utf-8"))
+        if prev.get("corpus") == res["corpus"]:
+            res["rows"] = {**{k: v for k, v in prev.get("rows", {}).items() if k not in res["rows"]}, **res["rows"]}
+    order = ["embed_pooled_baseline", "embed_motif"] + [f"{m}_{f}" for m in MODELS for f in FEATURES]
+    res["rows"] = {k: res["rows"][k] for k in order if k in res["rows"]}
     return write_result(a.out, res)
+
+
+def _analysed(corpus: str, rec: dict[str, str], cache: str | None) -> tuple[np.ndarray, np.ndarray]:
+    from streamkit.models.singer_embed import read_audio
+    from streamkit.train.singer_id import analyse
+
+    if cache is None:
+        return analyse(corpus, rec)
+    p = Path(cache) / f"{rec['id']}.npy"
+    if p.is_file():
+        return read_audio(Path(corpus) / "audio" / f"{rec['id']}.wav"), np.load(p)
+    x, rows = analyse(corpus, rec)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    np.save(p, rows)
+    return x, rows
