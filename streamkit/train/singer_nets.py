@@ -38,11 +38,17 @@ def motif_clip_audio(x: np.ndarray, rows: np.ndarray) -> list[np.ndarray]:
     return [x[int(round(c.start_s * 16000)) : int(round(c.end_s * 16000))] for c in clips]
 
 
-def clip_set(recs: list[dict[str, str]], data: Data, split: str, kind: str, classes: list[str]) -> tuple[list[np.ndarray], np.ndarray]:
+def segment_audio(x: np.ndarray, rows: np.ndarray) -> list[np.ndarray]:
+    """Every 1 s window (hop 1 s) of a recording with at least 0.5 s voiced."""
+    return [x[a * 160 : (a + 100) * 160] for a in range(0, rows.shape[0] - 99, 100) if np.count_nonzero(rows[a : a + 100, 1] > 0.5) >= 50]
+
+
+def clip_set(recs: list[dict[str, str]], data: Data, split: str, kind: str, classes: list[str],
+             segments: bool = False) -> tuple[list[np.ndarray], np.ndarray]:  # fmt: skip
     feats, labels = [], []
     for r in recs:
         if r["split"] == split and r["id"] in data and r["singer"] in classes:
-            for a in motif_clip_audio(*data[r["id"]]):
+            for a in motif_clip_audio(*data[r["id"]]) + (segment_audio(*data[r["id"]]) if segments else []):
                 f = clip_features(a, kind)
                 if f.shape[0] >= MIN_FRAMES:
                     feats.append(f)
@@ -116,8 +122,9 @@ def train_net(cfg: NetConfig, train: tuple[list[np.ndarray], np.ndarray], dev: t
 
 
 def fit_net(corpus: str | Path, cfg_kw: dict[str, Any], *, epochs: int = 12, seed: int = 0, data: Data | None = None,
-            log: Callable[[str], None] | None = None) -> tuple[NetEmbedder, dict[str, Any]]:  # fmt: skip
-    """Train a net on a corpus and calibrate its threshold; (embedder, card fields)."""
+            segments: bool = False, log: Callable[[str], None] | None = None) -> tuple[NetEmbedder, dict[str, Any]]:  # fmt: skip
+    """Train a net on a corpus and calibrate its threshold; (embedder, card fields). ``segments``: the
+    train split's 1 s voiced windows are training examples too (the paper's "motifs + segments")."""
     from streamkit.train.singer_id import analyse, calibrate, read_corpus
 
     torch.set_num_threads(1)
@@ -126,14 +133,14 @@ def fit_net(corpus: str | Path, cfg_kw: dict[str, Any], *, epochs: int = 12, see
         data = {r["id"]: analyse(corpus, r) for r in recs if r["split"] in ("train", "dev") and r["known"] == "1"}
     classes = sorted({r["singer"] for r in recs if r["split"] == "train" and r["known"] == "1"})
     cfg = NetConfig(n_classes=len(classes), **cfg_kw)
-    tr = clip_set(recs, data, "train", cfg.features, classes)
+    tr = clip_set(recs, data, "train", cfg.features, classes, segments)
     dv = clip_set(recs, data, "dev", cfg.features, classes)
     if log:
         log(f"{cfg.model}/{cfg.features}: {len(tr[0])} train clips, {len(dv[0])} dev clips, {len(classes)} singers")
     emb, hist = train_net(cfg, tr, dv, epochs=epochs, seed=seed, log=log)
     cal = {"motif": calibrate(emb, recs, data, log=log)}
     emb.meta.update({"thresholds": {"motif": cal["motif"]["threshold"]}, "singers": classes, "train_clips": len(tr[0]),
-                     "dev_clips": len(dv[0]), "history": hist})  # fmt: skip
+                     "dev_clips": len(dv[0]), "segments": segments, "history": hist})  # fmt: skip
     return emb, {"calibration": cal, "history": hist, "params": emb.meta["params"]}
 
 

@@ -171,3 +171,15 @@ def test_block_emits_singer_id_with_a_net(tmp_path: Path) -> None:
     assert main(["singers", "enroll", "S1", str(files["S1"][0]), "--gallery", str(g2)]) == 0
     with pytest.raises(ConfigError, match="64"):
         SingerIdBlock(gallery=str(g2), weights=str(w))
+
+
+def test_segments_are_voiced_one_second_windows() -> None:
+    from streamkit.train.singer_nets import segment_audio
+
+    x = np.arange(35 * 16000 // 10, dtype=np.float64)  # 3.5 s
+    rows = np.zeros((350, 3))
+    rows[:100, 1] = 1.0  # 1st second voiced
+    rows[100:140, 1] = 1.0  # 2nd: 0.4 s voiced (left out)
+    rows[200:260, 1] = 1.0  # 3rd: 0.6 s voiced
+    segs = segment_audio(x, rows)
+    assert [s[0] for s in segs] == [0.0, 32000.0] and all(len(s) == 16000 for s in segs)

@@ -39,6 +39,9 @@ from streamkit.eval.bench import RESULTS, machine_info, write_result
 #: the paper's Table 2, "Motifs" dataset, accuracy %; its split was random per clip (leaky) and its data real flamenco singers
 PAPER = {("crnn", "mfcc"): 88.59, ("crnn", "stft"): 87.13, ("crnn", "mel"): 91.05,
          ("blstm", "mfcc"): 94.78, ("blstm", "stft"): 91.62, ("blstm", "mel"): 96.29}  # fmt: skip
+#: the same, "Motifs+segment" dataset (rows MODEL_FEATURES+seg)
+PAPER_SEG = {("crnn", "mfcc"): 86.48, ("crnn", "stft"): 84.26, ("crnn", "mel"): 90.33,
+             ("blstm", "mfcc"): 91.88, ("blstm", "stft"): 89.98, ("blstm", "mel"): 95.23}  # fmt: skip
 
 
 def macro_f1(truth: list[str], pred: list[str]) -> float:
@@ -147,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nets", required=True, metavar="DIR", help="singer_MODEL_FEATURES.pt files (missing ones are trained and saved here)")
     ap.add_argument("--epochs", type=int, default=12)
     ap.add_argument("--only", default=None, help="comma-separated MODEL_FEATURES to run (default: all six)")
+    ap.add_argument("--segments", action="store_true", help="nets trained here also learn from 1 s voiced windows (rows named MODEL_FEATURES+seg)")
     ap.add_argument("--skip-embed", action="store_true", help="leave out the two rows of the pooled embedding")
     ap.add_argument("--rows-cache", default=None, metavar="DIR", help="keep each recording's melody rows here (<id>.npy) for the next run")
     ap.add_argument("--out", default=str(RESULTS / "singer_table2.json"), help="rows already in this file (same corpus) are kept unless run again")
@@ -171,21 +175,23 @@ def main(argv: list[str] | None = None) -> int:
         for f in FEATURES:
             if only and f"{m}_{f}" not in only:
                 continue
-            p = nets / f"singer_{m}_{f}.pt"
+            key = f"{m}_{f}" + ("+seg" if a.segments else "")
+            p = nets / f"singer_{key}.pt"
             tb = time.perf_counter()
             if p.is_file():
                 emb = NetEmbedder.load(p)
                 trained = None
             else:
-                emb, info = fit_net(a.corpus, {"model": m, "features": f}, epochs=a.epochs, data=data, log=lambda s: print(s, flush=True))
+                emb, info = fit_net(a.corpus, {"model": m, "features": f}, epochs=a.epochs, data=data, segments=a.segments,
+                                    log=lambda s: print(s, flush=True))  # fmt: skip
                 emb.save(p)
                 trained = round(time.perf_counter() - tb, 1)
             row = {"model": m, "mode": "motif", "features": f, "params": n_params(emb.net), "train_s": trained,
                    "dev_clip_accuracy": max((h.get("dev_clip_accuracy", 0) for h in emb.meta.get("history", [])), default=None),
-                   "paper_accuracy_pct": PAPER[(m, f)], "softmax_motif_clip": softmax_accuracy(emb, recs, data),
+                   "paper_accuracy_pct": (PAPER_SEG if a.segments else PAPER)[(m, f)], "softmax_motif_clip": softmax_accuracy(emb, recs, data),
                    **evaluate(emb, float(emb.meta["thresholds"]["motif"]), recs, data, clips)}  # fmt: skip
-            res["rows"][f"{m}_{f}"] = row
-            print(f"{m}_{f}", row, flush=True)
+            res["rows"][key] = row
+            print(key, row, flush=True)
     res["note"] = ("paper_accuracy_pct: the singer-ID paper's Table 2 (Motifs dataset), real flamenco singers and a random per-clip "
                    "split (clips of one recording in train and test); here synthetic singers, split by recording: not comparable")  # fmt: skip
     res["seconds"] = round(time.perf_counter() - t0, 1)
@@ -194,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         prev = json.loads(old.read_text(encoding="utf-8"))
         if prev.get("corpus") == res["corpus"]:
             res["rows"] = {**{k: v for k, v in prev.get("rows", {}).items() if k not in res["rows"]}, **res["rows"]}
-    order = ["embed_pooled_baseline", "embed_motif"] + [f"{m}_{f}" for m in MODELS for f in FEATURES]
+    order = ["embed_pooled_baseline", "embed_motif"] + [f"{m}_{f}{s}" for s in ("", "+seg") for m in MODELS for f in FEATURES]
     res["rows"] = {k: res["rows"][k] for k in order if k in res["rows"]}
     return write_result(a.out, res)
 
