@@ -119,6 +119,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shrink", type=float, default=0.1, help="embed: shrinkage of the within-singer scatter toward the identity (0..1, default 0.1)")
     p.add_argument("--epochs", type=int, default=12, help="crnn/blstm: training epochs (default 12; the best dev epoch is kept)")
     p.add_argument("--seed", type=int, default=0, help="crnn/blstm: random seed (default 0)")
+    p.add_argument("--segments", action="store_true", help="crnn/blstm: learn from the train recordings' 1 s voiced windows too, "
+                   "not only from their motif clips (the paper's motifs+segment set)")  # fmt: skip
 
 
 def check_options(ns: argparse.Namespace) -> Path:
@@ -133,6 +135,8 @@ def check_options(ns: argparse.Namespace) -> Path:
         raise ValueError(f"--model embed uses log-mel statistics only; --features {ns.features} needs --model crnn or blstm")
     if not 0.0 <= ns.shrink <= 1.0:
         raise ValueError(f"--shrink must be in 0..1, got {ns.shrink}")
+    if ns.model == "embed" and ns.segments:
+        raise ValueError("--segments is for --model crnn or blstm (embed always uses motif clips and 3 s windows)")
     if not 1 <= ns.epochs <= 1000:
         raise ValueError(f"--epochs must be in 1..1000, got {ns.epochs}")
     out = Path(ns.out) if ns.out else WEIGHTS if ns.model == "embed" else Path(f"singer_{ns.model}_{ns.features}.pt")

@@ -148,13 +148,13 @@ def run_net(ns: Any, out: Path) -> dict[str, Any]:
     """The ``--model crnn|blstm`` path of ``train singer-id``: returns the card."""
     import sys
 
-    emb, info = fit_net(ns.corpus, {"model": ns.model, "features": ns.features}, epochs=ns.epochs, seed=ns.seed,
+    emb, info = fit_net(ns.corpus, {"model": ns.model, "features": ns.features}, epochs=ns.epochs, seed=ns.seed, segments=ns.segments,
                         log=lambda m: print(m, file=sys.stderr))  # fmt: skip
     emb.save(out)
     return {
-        "model": f"singer net: {ns.model} on {ns.features} motif clips (streamkit.models.singer_nets)",
+        "model": f"singer net: {ns.model} on {ns.features} motif clips{' and 1 s segments' if ns.segments else ''} (streamkit.models.singer_nets)",
         "command": f"streamkit train singer-id --corpus {ns.corpus} --model {ns.model} --features {ns.features} --epochs {ns.epochs} "
-                   f"--seed {ns.seed} --out {out.name}",
+                   f"--seed {ns.seed}{' --segments' if ns.segments else ''} --out {out.name}",
         "config": emb.net.cfg.to_dict(),
         "dim": emb.dim,
         "train": {k: v for k, v in emb.meta.items() if k != "history"},

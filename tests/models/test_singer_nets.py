@@ -122,6 +122,7 @@ def test_load_embedder_dispatch_and_errors(tmp_path: Path) -> None:
     (["--model", "embed", "--features", "mfcc"], "needs --model crnn or blstm"),
     (["--model", "crnn", "--out", "x.npz"], "must end in .pt"),
     (["--model", "blstm", "--epochs", "0"], "--epochs must be in"),
+    (["--segments"], "--segments is for --model crnn or blstm"),
 ])  # fmt: skip
 def test_train_cli_errors(args: list[str], msg: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["train", "singer-id", "--corpus", str(tmp_path), *args]) == 2
