@@ -33,8 +33,9 @@ def add_singer_commands(p: argparse.ArgumentParser) -> None:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gallery", required=True, metavar="JSON", help="the gallery file")
-    p.add_argument("--weights", default=None, metavar="FILE", help="the embedding: a transform (.npz, default: the shipped one) or a "
-                   "singer net (.pt, from `streamkit train singer-id --model crnn|blstm`; motif mode)")  # fmt: skip
+    p.add_argument("--weights", default=None, metavar="FILE", help="the embedding: a singer net (.pt, from `streamkit train singer-id "
+                   "--model crnn|blstm`; motif mode; default: the shipped CRNN on MFCC) or a pooled-statistics transform (.npz; "
+                   "default in clip mode: the shipped one)")  # fmt: skip
 
 
 def _enroll_args(p: argparse.ArgumentParser) -> None:

@@ -76,8 +76,9 @@ class SingerIdBlock(SyncBlock):
         in / out: float32 mono audio at 16000 Hz, passed through unchanged.
     Parameters:
         gallery: the gallery file (``streamkit singers enroll``); required.
-        weights: the embedding: a transform (``.npz``, default: the shipped one) or a singer net
-            (``.pt``, ``streamkit train singer-id --model crnn|blstm``); the gallery must have been
+        weights: the embedding: a singer net (``.pt``, ``streamkit train singer-id --model
+            crnn|blstm``; default in motif mode: the shipped CRNN on MFCC) or a pooled-statistics
+            transform (``.npz``; default in clip mode: the shipped one); the gallery must have been
             enrolled with the same weights.
         every_s: a decision every ``every_s`` seconds of voiced audio (default 5).
         window_s: the decision looks at the last ``window_s`` seconds of audio (default 30):

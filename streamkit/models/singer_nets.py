@@ -46,6 +46,8 @@ FEATURES = ("mel", "mfcc", "stft")
 N_MFCC = 20
 MIN_FRAMES = 10  #: frames (0.1 s) a clip needs
 MAX_FRAMES = 3000  #: longer inputs are cut into pieces of this many frames
+#: the shipped net, the default embedder of motif-mode galleries (``singers``, ``models.singer_id``)
+DEFAULT_NET = Path(__file__).parent / "weights" / "singer_crnn_mfcc.pt"
 
 
 def feature_dim(kind: str) -> int:
@@ -286,8 +288,11 @@ class NetEmbedder:
 
 def load_embedder(mode: str, weights: str | Path | None = None) -> Any:
     """The embedder for ``weights``: a :class:`NetEmbedder` for a singer-net file (``.pt``, motif
-    mode only), else a :class:`~streamkit.models.singer_embed.SingerEmbedder` (``.npz`` transform,
-    or the shipped default). ValueError (or ModelError) naming the file when it does not fit."""
+    mode only), a :class:`~streamkit.models.singer_embed.SingerEmbedder` for a whitening transform
+    (``.npz``). Without ``weights``: the shipped net (:data:`DEFAULT_NET`) in motif mode, the shipped
+    pooled embedding in clip mode. ValueError (or ModelError) naming the file when it does not fit."""
+    if weights is None and mode == "motif" and DEFAULT_NET.is_file():
+        weights = DEFAULT_NET
     if weights is not None and Path(weights).suffix == ".pt":
         if mode != "motif":
             raise ValueError(f"{weights}: a singer net embeds motif clips; mode {mode!r} needs an .npz transform")
