@@ -12,6 +12,7 @@ import torch
 from streamkit.cli import main
 from streamkit.core.errors import ModelError
 from streamkit.data.singing import SingerProfile, sing
+from streamkit.models.singer_embed import SingerEmbedder
 from streamkit.models.singer_nets import (
     FEATURES,
     MODELS,
@@ -113,7 +114,9 @@ def test_load_embedder_dispatch_and_errors(tmp_path: Path) -> None:
     bad.write_bytes(b"junk")
     with pytest.raises(ModelError, match="corrupt"):
         load_embedder("motif", bad)
-    assert load_embedder("clip").mode == "clip"  # the shipped pooled embedding
+    assert isinstance(load_embedder("clip"), SingerEmbedder)  # clip mode: the shipped pooled embedding
+    assert isinstance(load_embedder("motif"), NetEmbedder)  # motif mode: the shipped net
+    assert load_embedder("motif").dim == 64 and load_embedder("motif").meta["thresholds"]["motif"] > 0
 
 
 @pytest.mark.parametrize(("args", "msg"), [
@@ -165,11 +168,12 @@ def test_block_emits_singer_id_with_a_net(tmp_path: Path) -> None:
     ev = run.events_of(SINGER_ID)
     assert ev and all(e.payload.best in ("S1", "S2") and -1.0 <= e.payload.confidence <= 1.0 for e in ev)
     np.testing.assert_array_equal(run.samples, x)
-    # a gallery enrolled with the shipped transform does not fit the net: a clear error
+    # a gallery enrolled with the pooled transform does not fit the net: a clear error
     from streamkit.core.errors import ConfigError
+    from streamkit.models.singer_embed import WEIGHTS
 
     g2 = tmp_path / "g2.json"
-    assert main(["singers", "enroll", "S1", str(files["S1"][0]), "--gallery", str(g2)]) == 0
+    assert main(["singers", "enroll", "S1", str(files["S1"][0]), "--gallery", str(g2), "--weights", str(WEIGHTS)]) == 0
     with pytest.raises(ConfigError, match="64"):
         SingerIdBlock(gallery=str(g2), weights=str(w))
 
