@@ -1,7 +1,9 @@
 """``streamkit singers enroll|identify``: a gallery of singers from example recordings, and who sings.
 
-The embedding is :mod:`streamkit.models.singer_embed` (motif clips by default, ``--mode clip`` for
-the whole-clip pooled one), the gallery :mod:`streamkit.models.singer_gallery`. A missing gallery,
+The embedder is picked by :func:`streamkit.models.singer_nets.load_embedder`: by default the shipped
+singer net on motif clips (:mod:`streamkit.models.singer_nets`), with ``--mode clip`` the
+whole-clip pooled statistics (:mod:`streamkit.models.singer_embed`), or the ``--weights`` given; the
+gallery is :mod:`streamkit.models.singer_gallery`. A missing gallery,
 an unreadable audio file or a file with no voiced audio gives one ``streamkit: error:`` line and
 exit status 2.
 """
