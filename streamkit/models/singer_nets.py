@@ -45,7 +45,7 @@ MODELS = ("crnn", "blstm")
 FEATURES = ("mel", "mfcc", "stft")
 N_MFCC = 20
 MIN_FRAMES = 10  #: frames (0.1 s) a clip needs
-MAX_FRAMES = 3000  #: longer inputs are cut into pieces of this many frames
+PIECE_FRAMES = 300  #: with no motif, the voiced frames are embedded in pieces of this many (3 s; the nets train on clips of 0.15-3 s)
 #: the shipped net, the default embedder of motif-mode galleries (``singers``, ``models.singer_id``)
 DEFAULT_NET = Path(__file__).parent / "weights" / "singer_crnn_mfcc.pt"
 
@@ -202,7 +202,7 @@ def pad_batch(feats: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
 
 class NetEmbedder:
     """A trained :class:`SingerNet` as a gallery embedder: ``embed(x, rows) -> Embedding`` (the
-    mean of the motif clips' embeddings; the whole clip when no motif is found), ``embed_clips``,
+    mean of the motif clips' embeddings; of 3 s pieces of the voiced frames when no motif is found), ``embed_clips``,
     ``dim``, ``mode`` (always ``motif``), ``transform.meta`` (thresholds)."""
 
     mode = "motif"
@@ -257,12 +257,13 @@ class NetEmbedder:
         voiced_s = float(np.count_nonzero(v)) * 0.01
         motifs, clips, _ = motifs_of_contour(rows)
         es = self.embed_clips(x, rows, clips)
-        if not es:  # no motif: the voiced frames of the whole clip, in pieces of MAX_FRAMES
+        if not es:  # no motif: the voiced frames of the whole clip, in pieces of PIECE_FRAMES (one batch)
             if np.count_nonzero(v) < MIN_FRAMES:
                 return Embedding(None, (), (), voiced_s)
             f = self.features(x)[: v.shape[0]]
             f = f[v[: f.shape[0]]]
-            es = list(self.embed_features([f[i : i + MAX_FRAMES] for i in range(0, f.shape[0], MAX_FRAMES) if f[i : i + MAX_FRAMES].shape[0] >= MIN_FRAMES] or [f]))
+            pieces = [f[i : i + PIECE_FRAMES] for i in range(0, f.shape[0], PIECE_FRAMES)]
+            es = list(self.embed_features([p for p in pieces if p.shape[0] >= MIN_FRAMES] or [f]))
             motifs, clips = [], []
         e = np.mean(es, axis=0)
         return Embedding(e / (np.linalg.norm(e) + 1e-12), tuple(m.pattern for m in motifs), tuple((c.start_s, c.end_s) for c in clips), voiced_s)
