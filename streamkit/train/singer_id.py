@@ -58,7 +58,9 @@ def train_vectors(x: np.ndarray, rows: np.ndarray) -> list[np.ndarray]:
     return [r for r in (raw_vector(x, rows, a, b) for a, b in spans) if r is not None]
 
 
-def fit(corpus: str | Path, *, shrink: float = 0.1, log: Any = None, data: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> tuple[Whitening, dict[str, Any]]:
+def fit(
+    corpus: str | Path, *, shrink: float = 0.1, log: Any = None, data: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
+) -> tuple[Whitening, dict[str, Any]]:
     recs = read_corpus(corpus)
     if data is None:
         data = {r["id"]: analyse(corpus, r) for r in recs if r["split"] in ("train", "dev") and r["known"] == "1"}

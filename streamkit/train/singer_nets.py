@@ -154,7 +154,7 @@ def run_net(ns: Any, out: Path) -> dict[str, Any]:
     return {
         "model": f"singer net: {ns.model} on {ns.features} motif clips{' and 1 s segments' if ns.segments else ''} (streamkit.models.singer_nets)",
         "command": f"streamkit train singer-id --corpus {ns.corpus} --model {ns.model} --features {ns.features} --epochs {ns.epochs} "
-                   f"--seed {ns.seed}{' --segments' if ns.segments else ''} --out {out.name}",
+        f"--seed {ns.seed}{' --segments' if ns.segments else ''} --out {out.name}",
         "config": emb.net.cfg.to_dict(),
         "dim": emb.dim,
         "train": {k: v for k, v in emb.meta.items() if k != "history"},

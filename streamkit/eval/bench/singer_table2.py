@@ -110,9 +110,12 @@ def evaluate(emb: Any, threshold: float, recs: list[dict[str, str]], data: dict[
         "recording": closed(g, long_v),
         "motif_clip": closed(g, clip_v),
         "short_1s": closed(g, short_v),
-        "open_set": {"threshold": round(threshold, 4), "unknown_recordings": len(unk),
-                     "unknown_rejected": round(float(np.mean([g.score(v).name == "unknown" for v in unk])), 4) if unk else None,
-                     "known_accepted_right": round(float(np.mean([g.score(v).name == s for s, v in long_v])), 4) if long_v else None},  # fmt: skip
+        "open_set": {
+            "threshold": round(threshold, 4),
+            "unknown_recordings": len(unk),
+            "unknown_rejected": round(float(np.mean([g.score(v).name == "unknown" for v in unk])), 4) if unk else None,
+            "known_accepted_right": round(float(np.mean([g.score(v).name == s for s, v in long_v])), 4) if long_v else None,
+        },  # fmt: skip
     }
 
 
