@@ -1,7 +1,9 @@
 """``streamkit singers enroll|identify``: a gallery of singers from example recordings, and who sings.
 
-The embedding is :mod:`streamkit.models.singer_embed` (motif clips by default, ``--mode clip`` for
-the whole-clip pooled one), the gallery :mod:`streamkit.models.singer_gallery`. A missing gallery,
+The embedder is picked by :func:`streamkit.models.singer_nets.load_embedder`: by default the shipped
+singer net on motif clips (:mod:`streamkit.models.singer_nets`), with ``--mode clip`` the
+whole-clip pooled statistics (:mod:`streamkit.models.singer_embed`), or the ``--weights`` given; the
+gallery is :mod:`streamkit.models.singer_gallery`. A missing gallery,
 an unreadable audio file or a file with no voiced audio gives one ``streamkit: error:`` line and
 exit status 2.
 """
@@ -33,7 +35,9 @@ def add_singer_commands(p: argparse.ArgumentParser) -> None:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gallery", required=True, metavar="JSON", help="the gallery file")
-    p.add_argument("--weights", default=None, metavar="NPZ", help="embedding transform (default: the shipped one)")
+    p.add_argument("--weights", default=None, metavar="FILE", help="the embedding: a singer net (.pt, from `streamkit train singer-id "
+                   "--model crnn|blstm`; motif mode; default: the shipped CRNN on MFCC) or a pooled-statistics transform (.npz; "
+                   "default in clip mode: the shipped one)")  # fmt: skip
 
 
 def _enroll_args(p: argparse.ArgumentParser) -> None:
@@ -51,9 +55,9 @@ def _identify_args(p: argparse.ArgumentParser) -> None:
 
 
 def _embedder(mode: str, weights: str | None) -> Any:
-    from streamkit.models.singer_embed import SingerEmbedder
+    from streamkit.models.singer_nets import load_embedder
 
-    return SingerEmbedder(mode, weights)
+    return load_embedder(mode, weights)
 
 
 def _embed(emb: Any, file: str) -> Any:

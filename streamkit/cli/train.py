@@ -53,8 +53,10 @@ TRAINERS = {
         "streamkit.train.singer_id",
         "add_arguments",
         "run_from_args",
-        "Fit the singer embedding's whitening on a `streamkit corpus singers` corpus' train split and calibrate the open-set "
-        "threshold on its dev split; writes the transform (.npz) and a model card JSON.",
+        "On a `streamkit corpus singers` corpus: fit the pooled singer embedding's whitening (--model embed) or train the "
+        "singer-ID paper's CRNN or residual BLSTM on motif clips of log-mel, MFCC or STFT frames (--model crnn|blstm "
+        "--features mel|mfcc|stft) on its train split, calibrate the open-set threshold on its dev split; writes the "
+        "transform (.npz) or the weights (.pt) and a model card JSON.",
     ),
 }
 
@@ -64,7 +66,7 @@ HELP = {
     "rnnt-lid": "refit a lid RNN-T's LID head on its frozen encoder",
     "sed": "the sound event detection CRNN (models.sed)",
     "sed-post": "fit its per-class median windows and thresholds on the validation clips",
-    "singer-id": "the singer embedding's whitening and open-set threshold (streamkit singers, models.singer_id)",
+    "singer-id": "a singer embedding: pooled-statistics whitening or the CRNN / residual BLSTM (streamkit singers, models.singer_id)",
 }
 
 

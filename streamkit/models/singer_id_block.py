@@ -21,6 +21,38 @@ RATE = 16000
 HOP = 160
 
 
+class _Window:
+    """A growing array with cheap appends at the end and drops at the front: ``view()`` is
+    ``buf[lo:hi]``; the live part is moved to the front (and the buffer doubled when needed) only
+    when an append does not fit, so the cost per item is amortised O(1)."""
+
+    def __init__(self, tail: tuple[int, ...], size: int = 1 << 12) -> None:
+        self._buf = np.zeros((size, *tail))
+        self._lo = self._hi = 0
+
+    def __len__(self) -> int:
+        return self._hi - self._lo
+
+    def view(self) -> np.ndarray:
+        return self._buf[self._lo : self._hi]
+
+    def append(self, v: np.ndarray) -> None:
+        n = v.shape[0]
+        if self._hi + n > self._buf.shape[0]:
+            live = len(self)
+            size = self._buf.shape[0]
+            while live + n > size // 2:
+                size *= 2
+            buf = np.zeros((size, *self._buf.shape[1:])) if size != self._buf.shape[0] else self._buf
+            buf[:live] = self._buf[self._lo : self._hi]
+            self._buf, self._lo, self._hi = buf, 0, live
+        self._buf[self._hi : self._hi + n] = v
+        self._hi += n
+
+    def drop(self, n: int) -> None:
+        self._lo = min(self._hi, self._lo + max(n, 0))
+
+
 @dataclass(frozen=True)
 class SingerId:
     """Payload of ``singer.id``: the singer (or ``unknown``), the cosine score, the best enrolled
@@ -44,7 +76,10 @@ class SingerIdBlock(SyncBlock):
         in / out: float32 mono audio at 16000 Hz, passed through unchanged.
     Parameters:
         gallery: the gallery file (``streamkit singers enroll``); required.
-        weights: the embedding transform (default: the shipped one).
+        weights: the embedding: a singer net (``.pt``, ``streamkit train singer-id --model
+            crnn|blstm``; default in motif mode: the shipped CRNN on MFCC) or a pooled-statistics
+            transform (``.npz``; default in clip mode: the shipped one); the gallery must have been
+            enrolled with the same weights.
         every_s: a decision every ``every_s`` seconds of voiced audio (default 5).
         window_s: the decision looks at the last ``window_s`` seconds of audio (default 30):
             its melody is mined for motifs, their clips are embedded and averaged (the voiced
@@ -68,14 +103,15 @@ class SingerIdBlock(SyncBlock):
     def __init__(self, *, gallery: str, weights: str | None = None, every_s: float = 5.0, window_s: float = 30.0,
                  threshold: float | None = None, name: str | None = None) -> None:  # fmt: skip
         super().__init__(name=name)
+        from streamkit.core.errors import ModelError
         from streamkit.dsp.melody import make_extractor
-        from streamkit.models.singer_embed import SingerEmbedder
         from streamkit.models.singer_gallery import Gallery
+        from streamkit.models.singer_nets import load_embedder
 
         try:
             self.gallery = Gallery.load(gallery)
-            self.embedder = SingerEmbedder(self.gallery.mode, weights)
-        except ValueError as exc:
+            self.embedder = load_embedder(self.gallery.mode, weights)
+        except (ValueError, ModelError) as exc:
             raise ConfigError(f"models.singer_id: {exc}") from None
         if not self.gallery.singers:
             raise ConfigError(f"models.singer_id: gallery {gallery} has no singers")
@@ -102,69 +138,51 @@ class SingerIdBlock(SyncBlock):
 
     def _clear(self) -> None:
         self._origin: int | None = None  # input index of row 0 of this segment
-        self._abuf = np.zeros(1 << 16)  # the window's audio: self._abuf[self._alo:self._ahi] (amortised appends, no copy per chunk)
-        self._alo = self._ahi = 0
+        self._abuf = _Window(())  # the window's audio (amortised appends: no copy of the window per chunk)
         self._a0 = 0  # segment sample index of the window's first sample
-        self._rows = np.zeros((0, 3))
-        self._r0 = 0  # segment row index of self._rows[0]
+        self._rbuf = _Window((3,))  # the window's melody rows
+        self._r0 = 0  # segment row index of the first row
         self._voiced_since = 0
-        self._last_row = 0
 
     def work(self, x: np.ndarray, ctx: Context) -> np.ndarray:
         if self._origin is None:
             self._origin = ctx.position
         v = np.nan_to_num(np.asarray(x[:, 0], dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
-        self._append_audio(v)
+        self._abuf.append(v)
         self._rows_in(ctx, self._ex.push(v))
         return x
-
-    @property
-    def _audio(self) -> np.ndarray:
-        return self._abuf[self._alo : self._ahi]
-
-    def _append_audio(self, v: np.ndarray) -> None:
-        n = v.shape[0]
-        if self._ahi + n > self._abuf.shape[0]:  # compact (drop what the window forgot), grow if still short
-            live = self._ahi - self._alo
-            size = self._abuf.shape[0]
-            while live + n > size // 2:
-                size *= 2
-            buf = np.zeros(size) if size != self._abuf.shape[0] else self._abuf
-            buf[:live] = self._abuf[self._alo : self._ahi]
-            self._abuf, self._alo, self._ahi = buf, 0, live
-        self._abuf[self._ahi : self._ahi + n] = v
-        self._ahi += n
 
     def _rows_in(self, ctx: Context, rows: np.ndarray, final: bool = False) -> None:
         every = int(round(self.every_s * 100))
         while rows.shape[0]:
+            nv = int(np.count_nonzero(rows[:, 1] > 0.5))
+            if self._voiced_since + nv < every:  # the common case: no decision in these rows
+                self._rbuf.append(rows)
+                self._voiced_since += nv
+                break
             cv = np.cumsum(rows[:, 1] > 0.5)
             hit = int(np.searchsorted(cv, every - self._voiced_since))  # first row completing every_s
-            if hit >= rows.shape[0]:
-                self._rows = np.concatenate([self._rows, rows])
-                self._voiced_since += int(cv[-1])
-                break
-            self._rows = np.concatenate([self._rows, rows[: hit + 1]])
+            self._rbuf.append(rows[: hit + 1])
             self._decide(ctx)
             rows = rows[hit + 1 :]
         if final and self._voiced_since >= 100:
             self._decide(ctx)
-        self._trim(self._r0 + self._rows.shape[0] - int(round(self.window_s * 100)))
+        self._trim(self._r0 + len(self._rbuf) - int(round(self.window_s * 100)))
 
     def _trim(self, lo_row: int) -> None:
         """Forget rows (and their audio) before segment row ``lo_row``."""
         if lo_row <= self._r0:
             return
-        self._rows = self._rows[lo_row - self._r0 :]
+        self._rbuf.drop(lo_row - self._r0)
         self._r0 = lo_row
-        self._alo = min(self._ahi, self._alo + lo_row * HOP - self._a0)
+        self._abuf.drop(lo_row * HOP - self._a0)
         self._a0 = lo_row * HOP
 
     def _decide(self, ctx: Context) -> None:
-        end_row = self._r0 + self._rows.shape[0]
+        end_row = self._r0 + len(self._rbuf)
         lo_row = max(self._r0, end_row - int(round(self.window_s * 100)))
-        rows = self._rows[lo_row - self._r0 :]
-        x = self._audio[lo_row * HOP - self._a0 : end_row * HOP - self._a0]
+        rows = self._rbuf.view()[lo_row - self._r0 :]
+        x = self._abuf.view()[lo_row * HOP - self._a0 : end_row * HOP - self._a0]
         e = self.embedder.embed(x, rows)
         self._voiced_since = 0
         if e.vector is None:

@@ -58,9 +58,12 @@ def train_vectors(x: np.ndarray, rows: np.ndarray) -> list[np.ndarray]:
     return [r for r in (raw_vector(x, rows, a, b) for a, b in spans) if r is not None]
 
 
-def fit(corpus: str | Path, *, shrink: float = 0.1, log: Any = None) -> tuple[Whitening, dict[str, Any]]:
+def fit(
+    corpus: str | Path, *, shrink: float = 0.1, log: Any = None, data: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
+) -> tuple[Whitening, dict[str, Any]]:
     recs = read_corpus(corpus)
-    data = {r["id"]: analyse(corpus, r) for r in recs if r["split"] in ("train", "dev") and r["known"] == "1"}
+    if data is None:
+        data = {r["id"]: analyse(corpus, r) for r in recs if r["split"] in ("train", "dev") and r["known"] == "1"}
     raws: list[np.ndarray] = []
     labels: list[str] = []
     for r in recs:
@@ -71,58 +74,103 @@ def fit(corpus: str | Path, *, shrink: float = 0.1, log: Any = None) -> tuple[Wh
     if not raws:
         raise ValueError(f"{corpus}: no voiced training clips in the train split")
     t = Whitening.fit(np.array(raws), np.array(labels), shrink=shrink)
-    cal: dict[str, Any] = {}
-    for mode in MODES:
-        emb = SingerEmbedder(mode, t)
-        g = Gallery(mode, t.dim, 0.0)
-        for r in recs:
-            if r["split"] == "train" and r["id"] in data:
-                e = emb.embed(*data[r["id"]]).vector
-                if e is not None:
-                    g.enroll(r["singer"], r["id"], e)
-        tgt, non = [], []
-        for r in recs:
-            if r["split"] == "dev" and r["id"] in data:
-                e = emb.embed(*data[r["id"]]).vector
-                if e is None:
-                    continue
-                d = g.score(e)
-                tgt.append(d.scores[r["singer"]])
-                non.append(max(s for n, s in d.scores.items() if n != r["singer"]))
-        thr, eer = eer_threshold(np.array(tgt), np.array(non))
-        cal[mode] = {"threshold": round(thr, 4), "dev_eer": round(eer, 4), "dev_recordings": len(tgt)}
-        if log:
-            log(f"{mode}: threshold {thr:.3f}, dev EER {eer:.3f} on {len(tgt)} recordings")
+    cal = {mode: calibrate(SingerEmbedder(mode, t), recs, data, log=log) for mode in MODES}
     t.meta.update({"thresholds": {m: cal[m]["threshold"] for m in MODES}, "train_clips": len(raws), "train_singers": len(set(labels))})
     return t, cal
 
 
+def calibrate(emb: Any, recs: list[dict[str, str]], data: dict[str, tuple[np.ndarray, np.ndarray]], *, log: Any = None) -> dict[str, Any]:
+    """Enrol each known singer from its train recordings, score the dev recordings against their own
+    singer and the best other one: the equal-error threshold of ``emb`` (any embedder)."""
+    g = Gallery(emb.mode, emb.dim, 0.0)
+    for r in recs:
+        if r["split"] == "train" and r["id"] in data:
+            e = emb.embed(*data[r["id"]]).vector
+            if e is not None:
+                g.enroll(r["singer"], r["id"], e)
+    tgt, non = [], []
+    for r in recs:
+        if r["split"] == "dev" and r["id"] in data:
+            e = emb.embed(*data[r["id"]]).vector
+            if e is None:
+                continue
+            d = g.score(e)
+            tgt.append(d.scores[r["singer"]])
+            non.append(max(s for n, s in d.scores.items() if n != r["singer"]))
+    thr, eer = eer_threshold(np.array(tgt), np.array(non))
+    if log:
+        log(f"{emb.mode}: threshold {thr:.3f}, dev EER {eer:.3f} on {len(tgt)} recordings")
+    return {"threshold": round(thr, 4), "dev_eer": round(eer, 4), "dev_recordings": len(tgt)}
+
+
+MODELS = ("embed", "crnn", "blstm")  #: embed: the pooled statistics + whitening (singer_embed); crnn, blstm: singer_nets
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from streamkit.models.singer_nets import FEATURES
+
     p.add_argument("--corpus", required=True, metavar="DIR", help="a `streamkit corpus singers` corpus")
-    p.add_argument("--out", default=str(WEIGHTS), metavar="NPZ", help="the transform (default: the shipped streamkit/models/weights/singer_embed.npz); "
+    p.add_argument("--model", default="embed", metavar="|".join(MODELS),
+                   help="embed (default): pooled log-mel and pitch statistics with a within-singer whitening; crnn or blstm: the "
+                   "singer-ID paper's CRNN or residual BLSTM trained on motif clips")  # fmt: skip
+    p.add_argument("--features", default="mel", metavar="|".join(FEATURES), help="front-end of crnn/blstm: mel (40 log-mel, default), "
+                   "mfcc (20 cepstra), stft (128 log-power bins); embed uses mel only")  # fmt: skip
+    p.add_argument("--out", default=None, metavar="FILE", help="embed: the transform (.npz, default: the shipped "
+                   "streamkit/models/weights/singer_embed.npz); crnn/blstm: the weights (.pt, default singer_MODEL_FEATURES.pt); "
                    "the card goes to <stem>.json")  # fmt: skip
-    p.add_argument("--shrink", type=float, default=0.1, help="shrinkage of the within-singer scatter toward the identity (0..1, default 0.1)")
+    p.add_argument("--shrink", type=float, default=0.1, help="embed: shrinkage of the within-singer scatter toward the identity (0..1, default 0.1)")
+    p.add_argument("--epochs", type=int, default=12, help="crnn/blstm: training epochs (default 12; the best dev epoch is kept)")
+    p.add_argument("--seed", type=int, default=0, help="crnn/blstm: random seed (default 0)")
+    p.add_argument("--segments", action="store_true", help="crnn/blstm: learn from the train recordings' 1 s voiced windows too, "
+                   "not only from their motif clips (the paper's motifs+segment set)")  # fmt: skip
+
+
+def check_options(ns: argparse.Namespace) -> Path:
+    """Validate the options; the output path. ValueError (one line) on a bad one."""
+    from streamkit.models.singer_nets import FEATURES
+
+    if ns.model not in MODELS:
+        raise ValueError(f"--model must be one of {', '.join(MODELS)}, got {ns.model!r}")
+    if ns.features not in FEATURES:
+        raise ValueError(f"--features must be one of {', '.join(FEATURES)}, got {ns.features!r}")
+    if ns.model == "embed" and ns.features != "mel":
+        raise ValueError(f"--model embed uses log-mel statistics only; --features {ns.features} needs --model crnn or blstm")
+    if not 0.0 <= ns.shrink <= 1.0:
+        raise ValueError(f"--shrink must be in 0..1, got {ns.shrink}")
+    if ns.model == "embed" and ns.segments:
+        raise ValueError("--segments is for --model crnn or blstm (embed always uses motif clips and 3 s windows)")
+    if not 1 <= ns.epochs <= 1000:
+        raise ValueError(f"--epochs must be in 1..1000, got {ns.epochs}")
+    out = Path(ns.out) if ns.out else WEIGHTS if ns.model == "embed" else Path(f"singer_{ns.model}_{ns.features}.pt")
+    want = ".npz" if ns.model == "embed" else ".pt"
+    if out.suffix != want:
+        raise ValueError(f"--out for --model {ns.model} must end in {want}, got {out}")
+    if not out.parent.is_dir():
+        raise ValueError(f"--out {out}: no such directory {out.parent}")
+    return out
 
 
 def run_from_args(ns: argparse.Namespace) -> int:
-    if not 0.0 <= ns.shrink <= 1.0:
-        raise ValueError(f"--shrink must be in 0..1, got {ns.shrink}")
+    out = check_options(ns)
     t0 = time.perf_counter()
-    t, cal = fit(ns.corpus, shrink=ns.shrink, log=lambda m: print(m, file=sys.stderr))
-    out = Path(ns.out)
-    t.save(out)
     man = Path(ns.corpus) / "manifest.json"
     corpus_cmd = json.loads(man.read_text(encoding="utf-8")).get("command") if man.is_file() else None
-    card = {
-        "model": "singer embedding: pooled log-mel + pitch-habit statistics, within-singer whitening",
-        "command": f"streamkit train singer-id --corpus {ns.corpus} --out {out.name} --shrink {ns.shrink}",
-        "corpus_command": corpus_cmd,
-        "raw_dim": int(t.mu.shape[0]),
-        "dim": t.dim,
-        "train": t.meta,
-        "calibration": cal,
-        "seconds": round(time.perf_counter() - t0, 1),
-    }
+    if ns.model == "embed":
+        t, cal = fit(ns.corpus, shrink=ns.shrink, log=lambda m: print(m, file=sys.stderr))
+        t.save(out)
+        card = {
+            "model": "singer embedding: pooled log-mel + pitch-habit statistics, within-singer whitening",
+            "command": f"streamkit train singer-id --corpus {ns.corpus} --out {out.name} --shrink {ns.shrink}",
+            "raw_dim": int(t.mu.shape[0]),
+            "dim": t.dim,
+            "train": t.meta,
+            "calibration": cal,
+        }
+    else:
+        from streamkit.train.singer_nets import run_net
+
+        card = run_net(ns, out)
+    card = {**card, "corpus_command": corpus_cmd, "seconds": round(time.perf_counter() - t0, 1)}
     out.with_suffix(".json").write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {out} and {out.with_suffix('.json').name} in {card['seconds']} s")
     return 0

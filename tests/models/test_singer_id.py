@@ -119,3 +119,23 @@ def test_block_config_errors(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError, match="not found"):
         SingerIdBlock(gallery=str(tmp_path / "none.json"))
+
+
+def test_block_window_buffer_appends_without_copying_the_window() -> None:
+    from streamkit.models.singer_id_block import _Window
+
+    w = _Window((3,), size=64)
+    ref = np.zeros((0, 3))
+    rng = np.random.default_rng(0)
+    reallocs, buf = 0, w._buf
+    for _ in range(500):
+        v = rng.normal(size=(int(rng.integers(0, 5)), 3))
+        w.append(v)
+        ref = np.concatenate([ref, v])
+        if len(ref) > 40:  # a sliding window of at most 40 rows
+            w.drop(len(ref) - 40)
+            ref = ref[-40:]
+        reallocs += w._buf is not buf
+        buf = w._buf
+        np.testing.assert_array_equal(w.view(), ref)
+    assert reallocs <= 1  # the live part is compacted in place, not re-allocated per append
