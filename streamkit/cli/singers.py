@@ -77,7 +77,8 @@ def run_enroll(ns: argparse.Namespace) -> int:
     g = Gallery.load(path) if path.exists() else None
     emb = _embedder(g.mode if g else ns.mode, ns.weights)
     if g is None:
-        g = Gallery(emb.mode, emb.dim, float(emb.transform.meta.get("thresholds", {}).get(emb.mode, 0.5)))
+        g = Gallery(emb.mode, emb.dim, float(emb.transform.meta.get("thresholds", {}).get(emb.mode, 0.5)), embedder=emb.identity)
+    g.check_embedder(emb.identity)
     vecs = [(f, _embed(emb, f)) for f in ns.files]  # all files checked before the gallery changes
     for f, e in vecs:
         g.enroll(ns.name, str(f), e.vector)
@@ -97,6 +98,7 @@ def run_identify(ns: argparse.Namespace) -> int:
     emb = _embedder(g.mode, ns.weights)
     if emb.dim != g.dim:
         raise ValueError(f"gallery {ns.gallery} holds {g.dim}-dim embeddings, the embedder makes {emb.dim}: re-enroll with these weights")
+    g.check_embedder(emb.identity)
     for f in ns.files:
         e = _embed(emb, f)
         d = g.score(e.vector, ns.threshold)

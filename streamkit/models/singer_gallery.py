@@ -1,7 +1,9 @@
 """A gallery of enrolled singers: name -> embeddings, cosine scoring, open-set threshold.
 
-The file is JSON (``format`` ``streamkit-singer-gallery``, version 1): the embedding mode, the
-dimension, the threshold, and per singer the enrolled files with one embedding each. A singer's
+The file is JSON (``format`` ``streamkit-singer-gallery``, version 2): the embedding mode, the
+dimension, the embedder that enrolled it (weight file name and SHA-256 prefix; version 1 files have
+none), the threshold, and per singer the enrolled files with one embedding each. Vectors of another
+embedder are refused, even of the same dimension. A singer's
 model is the mean of its enrolment embeddings, length-normalised; a query scores the cosine
 against every model; the best model names the singer when its score reaches the threshold, else
 the answer is ``unknown``.
@@ -37,6 +39,14 @@ class Gallery:
     dim: int
     threshold: float
     singers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    embedder: str | None = None
+
+    def check_embedder(self, identity: str | None) -> None:
+        """ValueError unless ``identity`` is the embedder that enrolled this gallery (a gallery
+        without a record, version 1, is checked by dimension only)."""
+        if self.embedder is not None and identity is not None and identity != self.embedder:
+            raise ValueError(f"the gallery was enrolled with {self.embedder}, these weights are {identity}: "
+                             "re-enroll, or pass the weights that enrolled it with --weights")  # fmt: skip
 
     def enroll(self, name: str, file: str, vector: np.ndarray) -> None:
         if not name or name == UNKNOWN:
@@ -63,7 +73,8 @@ class Gallery:
         return Decision(best if s[i] >= thr else UNKNOWN, float(s[i]), best, {n: float(a) for n, a in zip(names, s, strict=True)})
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": FORMAT, "version": 1, "mode": self.mode, "dim": self.dim, "threshold": self.threshold, "singers": self.singers}
+        return {"format": FORMAT, "version": 2, "mode": self.mode, "dim": self.dim, "embedder": self.embedder, "threshold": self.threshold,
+                "singers": self.singers}  # fmt: skip
 
     def save(self, path: str | Path) -> None:
         p = Path(path)
@@ -80,7 +91,8 @@ class Gallery:
             d = json.loads(p.read_text(encoding="utf-8"))
             if d.get("format") != FORMAT:
                 raise ValueError(f"format is {d.get('format')!r}")
-            g = cls(str(d["mode"]), int(d["dim"]), float(d["threshold"]), dict(d["singers"]))
+            emb = d.get("embedder")
+            g = cls(str(d["mode"]), int(d["dim"]), float(d["threshold"]), dict(d["singers"]), None if emb is None else str(emb))
             for n, es in g.singers.items():
                 for e in es:
                     if len(e["embedding"]) != g.dim:

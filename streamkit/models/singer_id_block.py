@@ -117,6 +117,10 @@ class SingerIdBlock(SyncBlock):
             raise ConfigError(f"models.singer_id: gallery {gallery} has no singers")
         if self.embedder.dim != self.gallery.dim:
             raise ConfigError(f"models.singer_id: gallery {gallery} holds {self.gallery.dim}-dim embeddings, the embedder makes {self.embedder.dim}")
+        try:
+            self.gallery.check_embedder(self.embedder.identity)
+        except ValueError as exc:
+            raise ConfigError(f"models.singer_id: {exc}") from None
         self.every_s = number("every_s", every_s, 0.5, 3600.0)
         self.window_s = number("window_s", window_s, self.every_s, 3600.0)
         self.threshold = None if threshold is None else number("threshold", threshold, -1.0, 1.0)

@@ -28,6 +28,7 @@ a weight file is for.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from torch import nn
 from streamkit.core.errors import ModelError
 from streamkit.dsp.motifs import Clip, motifs_of_contour
 from streamkit.models.singer_embed import HOP, N_FFT, RATE, WIN, Embedding, SingerEmbedder, Whitening, _fbank
+from streamkit.models.singer_embed import WEIGHTS as SINGER_EMBED_WEIGHTS
 
 FORMAT = "streamkit-singer-net"
 MODELS = ("crnn", "blstm")
@@ -297,8 +299,22 @@ def load_embedder(mode: str, weights: str | Path | None = None) -> Any:
     if weights is not None and Path(weights).suffix == ".pt":
         if mode != "motif":
             raise ValueError(f"{weights}: a singer net embeds motif clips; mode {mode!r} needs an .npz transform")
-        return NetEmbedder.load(weights)
-    return SingerEmbedder(mode, weights)
+        emb: Any = NetEmbedder.load(weights)
+    else:
+        emb = SingerEmbedder(mode, weights)
+    emb.identity = embedder_identity(weights if weights is not None else SINGER_EMBED_WEIGHTS)
+    return emb
+
+
+def embedder_identity(weights: str | Path) -> str:
+    """What a gallery records of the embedder that enrolled it: the weight file's name and the
+    first 16 hex digits of its SHA-256 (vectors of two different files never share a space)."""
+    p = Path(weights)
+    h = hashlib.sha256()
+    with open(p, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return f"{p.name} sha256:{h.hexdigest()[:16]}"
 
 
 def n_params(net: nn.Module) -> int:

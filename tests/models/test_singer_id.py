@@ -139,3 +139,28 @@ def test_block_window_buffer_appends_without_copying_the_window() -> None:
         buf = w._buf
         np.testing.assert_array_equal(w.view(), ref)
     assert reallocs <= 1  # the live part is compacted in place, not re-allocated per append
+
+
+def test_a_gallery_refuses_another_embedder_of_the_same_dimension(songs: dict[str, list[Path]], tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    from streamkit.core.errors import ConfigError
+    from streamkit.models.singer_embed import WEIGHTS
+    from streamkit.models.singer_id_block import SingerIdBlock
+
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    a.write_bytes(WEIGHTS.read_bytes())
+    d = dict(np.load(WEIGHTS, allow_pickle=False))
+    d["w"] = d["w"][:, ::-1].copy()  # another space of the same dimension
+    np.savez(b, **d)
+    g = tmp_path / "g.json"
+    assert main(["singers", "enroll", "S1", str(songs["S1"][0]), "--gallery", str(g), "--mode", "clip", "--weights", str(a)]) == 0
+    assert Gallery.load(g).embedder is not None and Gallery.load(g).embedder.startswith("a.npz sha256:")
+    capsys.readouterr()
+    assert main(["singers", "identify", str(songs["S1"][1]), "--gallery", str(g), "--weights", str(b)]) == 2
+    err = capsys.readouterr().err
+    assert "enrolled with a.npz" in err and "b.npz" in err and err.count("\n") == 1
+    assert main(["singers", "enroll", "S2", str(songs["S2"][0]), "--gallery", str(g), "--weights", str(b)]) == 2
+    assert sorted(Gallery.load(g).singers) == ["S1"]  # nothing enrolled into the other space
+    with pytest.raises(ConfigError, match="enrolled with a.npz"):
+        SingerIdBlock(gallery=str(g), weights=str(b))
+    assert main(["singers", "identify", str(songs["S1"][1]), "--gallery", str(g), "--weights", str(a)]) == 0
