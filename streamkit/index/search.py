@@ -2,9 +2,10 @@
 
 Hybrid score of an entry = audio score + text score:
 
-* audio: the dot product of its vector with the query's (:mod:`streamkit.index.embed`); for the
-  SED-posterior baseline, the mean posterior of the classes the query names, in [0, 1]; 0 for
-  every entry when the query names no class.
+* audio: the dot product of its vector with the query's (:mod:`streamkit.index.embed`), 0 when
+  negative; for the SED-posterior baseline, the mean posterior of the classes the query names, in
+  [0, 1], 0 for every entry when the query names no class; for the contrastive model, the cosine
+  of the two unit vectors.
 * text: the share of the query's content words (:func:`~streamkit.index.query.content_words`)
   found in the entry's ASR transcript, in [0, 1]; 0 without a transcript.
 
@@ -101,9 +102,10 @@ class SearchResult:
     words: list[str]
     candidates: int
     seconds: float
+    embedder: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"query": self.query, "classes": self.classes, "words": self.words, "candidates": self.candidates,
+        return {"query": self.query, "embedder": self.embedder, "classes": self.classes, "words": self.words, "candidates": self.candidates,
                 "seconds": round(self.seconds, 4), "hits": [h.to_dict() for h in self.hits]}  # fmt: skip
 
 
@@ -150,7 +152,7 @@ def search(query: str, index: str | os.PathLike[str], *, station: str | None = N
         vecs = store.vectors()
         n_vec = vecs.shape[0]
         # every vector is scored (a matrix-vector product); the filters, if any, select rows in SQL first
-        score_a = np.asarray(vecs @ qv, np.float32) if qv is not None and n_vec else np.zeros(n_vec, np.float32)
+        score_a = np.maximum(np.asarray(vecs @ qv, np.float32), 0.0) if qv is not None and n_vec else np.zeros(n_vec, np.float32)
         score_t = np.zeros(n_vec, np.float32)
         for row, text in store.text_matches(terms):
             have = set(words(text))
@@ -189,7 +191,7 @@ def search(query: str, index: str | os.PathLike[str], *, station: str | None = N
                             events=json.loads(e["events"])))  # fmt: skip
     finally:
         store.close()
-    return SearchResult(query, hits, classes, terms, n, time.perf_counter() - started)
+    return SearchResult(query, hits, classes, terms, n, time.perf_counter() - started, enc.name)
 
 
 def export_hits(hits: list[Hit], out_dir: str | os.PathLike[str]) -> list[Path]:
