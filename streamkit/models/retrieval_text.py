@@ -55,8 +55,10 @@ class MiniLM:
         try:
             import torch
             from transformers import AutoModel, AutoTokenizer
+            from transformers.utils import logging as hf_logging
         except ImportError:
             raise ConfigError(EXTRA_MISSING) from None
+        hf_logging.disable_progress_bar()  # no bar on stderr when the weights load
         if threads is not None:
             torch.set_num_threads(max(1, int(threads)))
         self._torch = torch
