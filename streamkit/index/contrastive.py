@@ -72,12 +72,12 @@ class ContrastiveEmbedder:
         self._torch = torch
 
     def embed(self, clips: Sequence[np.ndarray]) -> np.ndarray:
-        from streamkit.models.retrieval import trunk_frames
+        from streamkit.models.retrieval import trunk_batch
 
         torch = self._torch
         if not clips:
             return np.zeros((0, self.dim), np.float32)
-        feats = [trunk_frames(self.sed, x) for x in clips]
+        feats = trunk_batch(self.sed, clips)
         lengths = torch.tensor([f.shape[0] for f in feats])
         x = torch.zeros(len(feats), int(lengths.max()), feats[0].shape[1])
         for i, f in enumerate(feats):

@@ -18,7 +18,7 @@ the temperature only: the trunk is the SED weight file it names (with its SHA-25
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from torch.nn import functional as F
 from streamkit.core.errors import ModelError
 from streamkit.models.checkpoint import load_checkpoint, save_checkpoint
 
-__all__ = ["FORMAT", "AudioProjection", "RetrievalConfig", "RetrievalModel", "TextAdapter", "load_retrieval", "save_retrieval", "trunk_frames"]
+__all__ = ["FORMAT", "AudioProjection", "RetrievalConfig", "RetrievalModel", "TextAdapter", "load_retrieval", "save_retrieval", "trunk_batch", "trunk_frames"]
 
 FORMAT = "streamkit-retrieval/1"
 SEGMENTS = 3  #: the clip's thirds whose means are pooled beside the attention pooling
@@ -65,16 +65,32 @@ def trunk_frames(sed: Any, x: np.ndarray) -> torch.Tensor:
 
     ``sed``: a loaded :class:`~streamkit.models.sed_crnn.SedModel` in eval mode. A clip shorter than one FFT window
     (or than the CNN's time pooling) is zero-padded to it."""
+    return trunk_batch(sed, [x])[0]
+
+
+def trunk_batch(sed: Any, clips: Sequence[np.ndarray]) -> list[torch.Tensor]:
+    """:func:`trunk_frames` of several clips; clips of equal length run through the model as one batch (the same
+    numbers as one by one: the trunk is in eval mode, its GRU runs per sequence) and much faster, the GRU's steps being shared."""
     from streamkit.models.sed_crnn import log_mel
 
     cfg = sed.cfg
-    x = np.asarray(x, np.float32)
     need = cfg.n_fft + cfg.hop * (cfg.time_pool - 1)
-    if x.shape[0] < need:
-        x = np.pad(x, (0, need - x.shape[0]))
+    padded = []
+    for x in clips:
+        x = np.asarray(x, np.float32)
+        padded.append(np.pad(x, (0, need - x.shape[0])) if x.shape[0] < need else x)
+    out: list[torch.Tensor | None] = [None] * len(padded)
+    groups: dict[int, list[int]] = {}
+    for i, x in enumerate(padded):
+        groups.setdefault(x.shape[0], []).append(i)
     with torch.no_grad():
-        out = sed.forward(log_mel(x, cfg)[None])
-        return torch.cat([out["features"][0], out["ft"]["frame"][0]], dim=-1)
+        for idx in groups.values():
+            mel = torch.stack([log_mel(padded[i], cfg) for i in idx])
+            o = sed.forward(mel)
+            feats = torch.cat([o["features"], o["ft"]["frame"]], dim=-1)
+            for j, i in enumerate(idx):
+                out[i] = feats[j]
+    return [t for t in out if t is not None]
 
 
 class AudioProjection(nn.Module):

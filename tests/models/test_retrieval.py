@@ -130,3 +130,18 @@ def test_minilm_encodes_unit_vectors_by_meaning() -> None:
     assert v.shape == (3, 384) and v.dtype == np.float32
     assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
     assert v[0] @ v[1] > v[0] @ v[2] + 0.2
+
+
+def test_trunk_batch_equals_one_clip_at_a_time() -> None:
+    from streamkit.models import SED_WEIGHTS
+    from streamkit.models.retrieval import trunk_batch, trunk_frames
+    from streamkit.models.sed_crnn import load_model
+
+    sed, _ = load_model(SED_WEIGHTS)
+    rng = np.random.default_rng(0)
+    clips = [(0.1 * rng.standard_normal(n)).astype(np.float32) for n in (32000, 32000, 8000, 100)]
+    batched = trunk_batch(sed, clips)
+    for x, b in zip(clips, batched, strict=True):
+        one = trunk_frames(sed, x)
+        assert b.shape == one.shape and b.shape[1] == sed.cfg.feat_dim + sed.cfg.n_classes
+        assert torch.allclose(b, one, atol=1e-5)
