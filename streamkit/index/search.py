@@ -20,6 +20,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from fractions import Fraction
@@ -114,6 +115,22 @@ def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return inter > 0.5 * max(1, min(a[1] - a[0], b[1] - b[0]))
 
 
+def _descending(score: np.ndarray, first: int) -> Iterator[int]:
+    """The indices of ``score`` from the highest, ties in index order (a stable argsort of ``-score``), sorted only as far
+    as they are consumed: the best ``first`` (and their ties) at first, four times more each time those run out."""
+    n = int(score.size)
+    k, done = min(n, first), 0
+    while done < n:
+        if k >= n:
+            order = np.argsort(-score, kind="stable")
+        else:  # everything >= the k-th largest, stably sorted: a prefix of the full order
+            cand = np.flatnonzero(score >= np.partition(score, n - k)[n - k])
+            order = cand[np.argsort(-score[cand], kind="stable")]
+        yield from order[done:].tolist()
+        done = int(order.size)
+        k *= 4
+
+
 def search(query: str, index: str | os.PathLike[str], *, station: str | None = None, since: int | str | None = None,
            until: int | str | None = None, top: int = 10, kinds: str = "all") -> SearchResult:  # fmt: skip
     """The ``top`` best entries of the index at ``index`` for ``query``.
@@ -166,7 +183,7 @@ def search(query: str, index: str | os.PathLike[str], *, station: str | None = N
             n = int(keep.size)
         else:
             n = int(store.con.execute("SELECT count(*) FROM entries").fetchone()[0])
-        order = np.argsort(-score, kind="stable")
+        order = _descending(score, max(256, 32 * top))
         hits: list[Hit] = []
         taken: dict[int, list[tuple[int, int]]] = {}
         files: dict[int, Any] = {}

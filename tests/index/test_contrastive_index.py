@@ -129,3 +129,13 @@ def test_search_names_missing_weights(toy: tuple[Path, Path], tmp_path: Path) ->
     w.unlink()
     with pytest.raises(ConfigError, match="not here"):
         search("a bell", idx)
+
+
+def test_partial_ranking_is_the_stable_full_order() -> None:
+    from streamkit.index.search import _descending
+
+    rng = np.random.default_rng(1)
+    for n in (0, 1, 5, 300, 5000):
+        for first in (1, 3, 256):
+            s = rng.integers(0, 7, n).astype(np.float32)  # many ties
+            assert list(_descending(s, first)) == np.argsort(-s, kind="stable").tolist()
