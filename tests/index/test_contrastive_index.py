@@ -92,6 +92,8 @@ def test_an_index_refuses_another_embedder_or_other_weights(toy: tuple[Path, Pat
     shutil.copy(arch / "alarm.wav", one)
     idx = tmp_path / "idx"
     build_index(one, idx)  # sed-posteriors
+    with pytest.raises(ArchiveIndexError, match="sed-posteriors"):  # nothing new to add: refused all the same
+        build_index(one, idx, embedder=ContrastiveEmbedder(weights))
     two = tmp_path / "two.wav"
     shutil.copy(arch / "water.wav", two)
     with pytest.raises(ArchiveIndexError, match="sed-posteriors"):
