@@ -168,21 +168,29 @@ def search(query: str, index: str | os.PathLike[str], *, station: str | None = N
             where.append("kind = 'window'" if kinds == "windows" else "kind != 'window'")
         vecs = store.vectors()
         n_vec = vecs.shape[0]
-        # every vector is scored (a matrix-vector product); the filters, if any, select rows in SQL first
-        score_a = np.maximum(np.asarray(vecs @ qv, np.float32), 0.0) if qv is not None and n_vec else np.zeros(n_vec, np.float32)
+        keep = None
+        if where:  # the filters select rows in SQL first; when they leave few, only those vectors are scored
+            keep = np.fromiter((r[0] for r in store.con.execute("SELECT vec_row FROM entries WHERE " + " AND ".join(where), args)), np.int64)
+            keep = keep[keep < n_vec]
+            n = int(keep.size)
+        else:
+            n = int(store.con.execute("SELECT count(*) FROM entries").fetchone()[0])
+        score_a = np.zeros(n_vec, np.float32)
+        if qv is not None and n_vec:
+            if keep is None or 4 * keep.size > n_vec:  # a product over all is faster than gathering many rows
+                score_a = np.maximum(np.asarray(vecs @ qv, np.float32), 0.0)
+            elif keep.size:
+                rows = np.sort(keep)
+                score_a[rows] = np.maximum(np.asarray(vecs[rows] @ qv, np.float32), 0.0)
         score_t = np.zeros(n_vec, np.float32)
         for row, text in store.text_matches(terms):
             have = set(words(text))
             score_t[row] = sum(1 for t in terms if t in have) / len(terms)
         score = score_a + score_t
-        if where:
-            keep = np.fromiter((r[0] for r in store.con.execute("SELECT vec_row FROM entries WHERE " + " AND ".join(where), args)), np.int64)
+        if keep is not None:
             mask = np.zeros(n_vec, bool)
             mask[keep] = True
             score = np.where(mask, score, 0.0)
-            n = int(keep.size)
-        else:
-            n = int(store.con.execute("SELECT count(*) FROM entries").fetchone()[0])
         order = _descending(score, max(256, 32 * top))
         hits: list[Hit] = []
         taken: dict[int, list[tuple[int, int]]] = {}
