@@ -141,3 +141,25 @@ def test_partial_ranking_is_the_stable_full_order() -> None:
         for first in (1, 3, 256):
             s = rng.integers(0, 7, n).astype(np.float32)  # many ties
             assert list(_descending(s, first)) == np.argsort(-s, kind="stable").tolist()
+
+
+def test_a_narrow_filter_scores_its_rows_as_the_full_search(tmp_path: Path) -> None:
+    from streamkit.index.store import IndexStore
+
+    classes = ["Alarm_bell_ringing", "Dog"]
+    st = IndexStore(tmp_path / "idx", create=True)
+    st.check_embedder({"name": "sed-posteriors", "dim": 2, "rate": 16000, "classes": classes}, 10.0, 5.0)
+    t0 = 1_767_225_600_000_000_000
+    rng = np.random.default_rng(0)
+    for s in range(8):  # one station of eight: the filter keeps an eighth of the rows
+        ents = [{"kind": "window", "start": i * 1000, "end": i * 1000 + 2000, "utc_start_ns": t0 + i * 10**9, "utc_end_ns": t0 + (i + 2) * 10**9,
+                 "events": [], "transcript": ""} for i in range(4)]  # fmt: skip
+        st.add_file({"path": f"/x/st{s}.wav", "size": 1, "mtime_ns": 1, "station": f"h-8073-{7000 + s}lsb", "freq_khz": 7000.0 + s, "mode": "lsb",
+                     "rate": "1000", "file_rate": 1000, "items": 6000, "channels": 1}, ents, rng.random((4, 2), dtype=np.float32))  # fmt: skip
+    st.close()
+    full = {(h.station, h.start_sample): h.score for h in search("a dog", tmp_path / "idx", top=32, kinds="windows").hits}
+    narrow = search("a dog", tmp_path / "idx", station="7003", top=32, kinds="windows")
+    assert narrow.candidates == 4 and narrow.hits
+    assert {h.station for h in narrow.hits} == {"h-8073-7003lsb"}
+    for h in narrow.hits:
+        assert h.score == full[(h.station, h.start_sample)]
