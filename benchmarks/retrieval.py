@@ -25,6 +25,7 @@ Writes benchmarks/results/retrieval.json.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -167,10 +168,13 @@ def main() -> int:
         "paper_note": "the paper's figure is on ClothoV2 (real recordings, human captions): a different data set, not comparable",
     }
     if first_weights is not None and a.rt_seconds > 0:
+        result["load_before_rt"] = [round(x, 2) for x in os.getloadavg()]  # the machine is shared: its load, for the cost figures
         result["rt_factor"] = rt_factor(first_weights, a.corpus, a.subset, a.rt_seconds)
     if first_weights is not None and a.latency:
+        result["load_before_latency"] = [round(x, 2) for x in os.getloadavg()]
         with tempfile.TemporaryDirectory() as tmp:
             result["latency"] = latency(first_weights, Path(tmp))
+        result["load_after"] = [round(x, 2) for x in os.getloadavg()]
     return write_result(a.out, result)
 
 
