@@ -176,7 +176,9 @@ def run_from_args(ns: argparse.Namespace) -> int:
     out = Path(ns.out)
     man = Path(ns.corpus) / "manifest.json"
     corpus_cmd = json.loads(man.read_text(encoding="utf-8")).get("command") if man.is_file() else None
-    cmd = (f"streamkit train retrieval --corpus {ns.corpus} --out {out.name} --subsets {ns.subsets} --captions {ns.captions} "
+    if corpus_cmd:  # the card names the corpus C, whatever directory it was in here
+        corpus_cmd = corpus_cmd.replace(f"--out {ns.corpus}", "--out C")
+    cmd = (f"streamkit train retrieval --corpus C --out {out.name} --subsets {ns.subsets} --captions {ns.captions} "
            f"--epochs {ns.epochs} --batch {ns.batch} --lr {ns.lr} --hidden {ns.hidden} --seed {ns.seed}" + (" --text-adapter" if ns.text_adapter else ""))  # fmt: skip
     card = {
         "model": "streamkit.models.retrieval: frozen SED CRNN trunk + trained projection (attention + thirds pooling) into all-MiniLM-L6-v2's space"
