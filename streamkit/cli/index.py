@@ -19,7 +19,8 @@ def add_parsers(sub: Any) -> None:
                 arguments=add_index_commands)  # fmt: skip
     add_command(sub, "search", help="search an archive index by what it sounds like or what was said",
                 description="Rank the windows and events of an archive index for a free-text query: sound classes named in it "
-                            "(SED posteriors) plus a text match on ASR transcripts.",
+                            "(SED posteriors) or the query's embedding (an index built with --embedder contrastive), plus a text match "
+                            "on ASR transcripts.",
                 arguments=add_search_arguments, run=cmd_search)  # fmt: skip
 
 
@@ -38,6 +39,9 @@ def add_build_arguments(p: argparse.ArgumentParser) -> None:
                    help="where <station>.jsonl event files are (repeatable; default DIR, DIR/events and DIR/../events)")  # fmt: skip
     p.add_argument("--window", type=float, default=10.0, metavar="S", help="window length in seconds (default 10)")
     p.add_argument("--hop", type=float, default=5.0, metavar="S", help="window hop in seconds (default 5)")
+    p.add_argument("--embedder", choices=("sed", "contrastive"), default="sed",
+                   help="sed (default): the SED model's class posteriors, queries parsed to its classes; contrastive: the audio-text model of "
+                        "`streamkit train retrieval` (free-text queries; needs streamkit[retrieval]). An index keeps the embedder it was built with")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
 
@@ -49,7 +53,13 @@ def cmd_build(a: argparse.Namespace) -> int:
     def progress(msg: str) -> None:
         print(printable(msg), file=sys.stderr, flush=True)
 
-    rep = build_index(a.archive, a.index, events_dirs=a.events, window_s=a.window, hop_s=a.hop, progress=None if a.quiet or a.json else progress)
+    embedder = None
+    if a.embedder != "sed":
+        from streamkit.index.embed import make_embedder
+
+        embedder = make_embedder(a.embedder)
+    rep = build_index(a.archive, a.index, events_dirs=a.events, embedder=embedder, window_s=a.window, hop_s=a.hop,
+                      progress=None if a.quiet or a.json else progress)  # fmt: skip
     if a.json:
         print(json.dumps(rep.to_dict(), indent=1))
     else:
@@ -94,7 +104,7 @@ def cmd_search(a: argparse.Namespace) -> int:
             d["exported"] = [str(p) for p in written]
         print(json.dumps(d, indent=1))
         return 0
-    understood = ", ".join(res.classes) or "no sound class"
+    understood = ", ".join(res.classes) or ("embedded by the contrastive model" if res.embedder == "contrastive" else "no sound class")
     print(f"{printable(a.query)!s}: {understood}; words {', '.join(res.words) or '-'}; {len(res.hits)} hit(s) of {res.candidates} "
           f"entries in {res.seconds * 1000:.1f} ms")  # fmt: skip
     for h in res.hits:

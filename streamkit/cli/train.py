@@ -49,6 +49,13 @@ TRAINERS = {
         "Fit the SED post-processing per class (median window, threshold) on a corpus' validation subset; writes a copy "
         "of the weight file with them in its meta (models.sed post='tuned', streamkit sed --post tuned).",
     ),
+    "retrieval": (
+        "streamkit.train.retrieval",
+        "add_arguments",
+        "run_from_args",
+        "Train the contrastive audio-text model (frozen SED CRNN trunk + projection into all-MiniLM-L6-v2's space, NT-Xent "
+        "with in-batch negatives) on a `streamkit corpus sed` corpus with generated captions; writes weights and a model card JSON.",
+    ),
     "singer-id": (
         "streamkit.train.singer_id",
         "add_arguments",
@@ -66,13 +73,14 @@ HELP = {
     "rnnt-lid": "refit a lid RNN-T's LID head on its frozen encoder",
     "sed": "the sound event detection CRNN (models.sed)",
     "sed-post": "fit its per-class median windows and thresholds on the validation clips",
+    "retrieval": "the contrastive audio-text model of `streamkit search` (index --embedder contrastive)",
     "singer-id": "a singer embedding: pooled-statistics whitening or the CRNN / residual BLSTM (streamkit singers, models.singer_id)",
 }
 
 
 def add_parsers(sub: Any) -> None:
     add_command(sub, "train", help="train a model: sad-dnn (CNN-GRU SAD), rnnt (multilingual RNN-T), rnnt-lid (its LID head), sed (SED CRNN), "
-                "sed-post (its per-class post-processing), singer-id (singer embedding)",
+                "sed-post (its per-class post-processing), retrieval (audio-text model), singer-id (singer embedding)",
                 description="Train a model. `streamkit train WHAT --help` lists the options.", arguments=add_trainers)  # fmt: skip
 
 

@@ -7,8 +7,9 @@
   query, hybrid over sound (the embedding) and ASR transcripts (text match); :func:`export_hits`
   writes their audio.
 
-The embedding is pluggable (:mod:`streamkit.index.embed`); the first one is the shipped SED
-model's class posteriors with queries parsed to its classes (:mod:`streamkit.index.query`).
+The embedding is pluggable (:mod:`streamkit.index.embed`): the default is the shipped SED model's
+class posteriors with queries parsed to its classes (:mod:`streamkit.index.query`); the
+``contrastive`` pair (:mod:`streamkit.index.contrastive`) embeds audio and free text in one space.
 """
 
 from streamkit.index.build import BuildReport, build_index

@@ -210,6 +210,8 @@ def build_index(
             store.check_embedder(desc, float(window_s), float(hop_s))
             return emb
 
+        if embedder is not None:  # one given explicitly is checked against the index even when no file is new
+            get_embedder()
         dirs = [Path(d) for d in events_dirs] if events_dirs is not None else default_events_dirs(root if root.is_dir() else root.parent)
         station_events: dict[str, tuple[list[dict[str, Any]], Path | None]] = {}
         paths = [root] if root.is_file() else find_recordings(root)

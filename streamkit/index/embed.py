@@ -1,15 +1,17 @@
 """The models behind the archive index: an audio embedder (a clip of audio -> one vector) and a query
 encoder (a text -> one vector in the same space, or ``None`` when the text names nothing it knows).
 
-Search ranks entries by the dot product of the two vectors, so any pair that shares a space can
-replace the first one: the contrastive audio-text model of the retrieval paper is meant to plug in
-here. An index records the name and dimension of the embedder that built it and refuses a
+Search ranks entries by the dot product of the two vectors (negative products count as 0), so any
+pair that shares a space can replace the first one. An index records the name and dimension of the embedder that built it and refuses a
 different one (:class:`~streamkit.index.store.IndexStore`).
 
 The first pair, ``sed-posteriors``: the shipped SED CRNN's clip-level class probabilities
 (``models.sed``'s Ft head, 10 DCASE classes) as the audio vector, and the query parsed to those
 classes (:mod:`streamkit.index.query`) as a weight vector that sums to 1: a window's score is the
 mean posterior of the classes the query names.
+
+The second pair, ``contrastive`` (:mod:`streamkit.index.contrastive`): the audio-text model of
+``streamkit train retrieval`` (SED CRNN trunk + projection; all-MiniLM-L6-v2 for the text).
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["AudioEmbedder", "QueryEncoder", "SedPosteriorEmbedder", "SedQueryEncoder", "default_embedder", "query_encoder"]
+__all__ = ["EMBEDDERS", "AudioEmbedder", "QueryEncoder", "SedPosteriorEmbedder", "SedQueryEncoder", "default_embedder", "make_embedder",
+           "query_encoder"]
 
 SED_EMBEDDER = "sed-posteriors"
 
@@ -108,9 +111,25 @@ class SedQueryEncoder:
         return v, list(named)
 
 
+EMBEDDERS = (SED_EMBEDDER, "contrastive")
+
+
 def default_embedder(weights: str | Path | None = None) -> SedPosteriorEmbedder:
-    """The embedder ``streamkit index build`` uses."""
+    """The embedder ``streamkit index build`` uses by default (``sed-posteriors``: it needs no optional extra)."""
     return SedPosteriorEmbedder(weights)
+
+
+def make_embedder(name: str, weights: str | Path | None = None) -> AudioEmbedder:
+    """The audio embedder called ``name`` (:data:`EMBEDDERS`; ``sed`` is short for ``sed-posteriors``)."""
+    from streamkit.core.errors import ConfigError
+
+    if name in ("sed", SED_EMBEDDER):
+        return SedPosteriorEmbedder(weights)
+    if name == "contrastive":
+        from streamkit.index.contrastive import ContrastiveEmbedder
+
+        return ContrastiveEmbedder(weights)
+    raise ConfigError(f"unknown embedder {name!r}: choose sed or contrastive")
 
 
 def query_encoder(meta: dict[str, Any]) -> QueryEncoder:
@@ -120,4 +139,8 @@ def query_encoder(meta: dict[str, Any]) -> QueryEncoder:
     emb = meta.get("embedder") or {}
     if emb.get("name") == SED_EMBEDDER:
         return SedQueryEncoder(emb["classes"])
+    if emb.get("name") == "contrastive":
+        from streamkit.index.contrastive import ContrastiveQueryEncoder
+
+        return ContrastiveQueryEncoder(emb)
     raise ConfigError(f"the index was built with embedder {emb.get('name')!r}, which this streamkit cannot search")

@@ -2,9 +2,10 @@
 
 Hybrid score of an entry = audio score + text score:
 
-* audio: the dot product of its vector with the query's (:mod:`streamkit.index.embed`); for the
-  SED-posterior baseline, the mean posterior of the classes the query names, in [0, 1]; 0 for
-  every entry when the query names no class.
+* audio: the dot product of its vector with the query's (:mod:`streamkit.index.embed`), 0 when
+  negative; for the SED-posterior baseline, the mean posterior of the classes the query names, in
+  [0, 1], 0 for every entry when the query names no class; for the contrastive model, the cosine
+  of the two unit vectors.
 * text: the share of the query's content words (:func:`~streamkit.index.query.content_words`)
   found in the entry's ASR transcript, in [0, 1]; 0 without a transcript.
 
@@ -19,6 +20,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from fractions import Fraction
@@ -101,15 +103,32 @@ class SearchResult:
     words: list[str]
     candidates: int
     seconds: float
+    embedder: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"query": self.query, "classes": self.classes, "words": self.words, "candidates": self.candidates,
+        return {"query": self.query, "embedder": self.embedder, "classes": self.classes, "words": self.words, "candidates": self.candidates,
                 "seconds": round(self.seconds, 4), "hits": [h.to_dict() for h in self.hits]}  # fmt: skip
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
     inter = min(a[1], b[1]) - max(a[0], b[0])
     return inter > 0.5 * max(1, min(a[1] - a[0], b[1] - b[0]))
+
+
+def _descending(score: np.ndarray, first: int) -> Iterator[int]:
+    """The indices of ``score`` from the highest, ties in index order (a stable argsort of ``-score``), sorted only as far
+    as they are consumed: the best ``first`` (and their ties) at first, four times more each time those run out."""
+    n = int(score.size)
+    k, done = min(n, first), 0
+    while done < n:
+        if k >= n:
+            order = np.argsort(-score, kind="stable")
+        else:  # everything >= the k-th largest, stably sorted: a prefix of the full order
+            cand = np.flatnonzero(score >= np.partition(score, n - k)[n - k])
+            order = cand[np.argsort(-score[cand], kind="stable")]
+        yield from order[done:].tolist()
+        done = int(order.size)
+        k *= 4
 
 
 def search(query: str, index: str | os.PathLike[str], *, station: str | None = None, since: int | str | None = None,
@@ -149,22 +168,30 @@ def search(query: str, index: str | os.PathLike[str], *, station: str | None = N
             where.append("kind = 'window'" if kinds == "windows" else "kind != 'window'")
         vecs = store.vectors()
         n_vec = vecs.shape[0]
-        # every vector is scored (a matrix-vector product); the filters, if any, select rows in SQL first
-        score_a = np.asarray(vecs @ qv, np.float32) if qv is not None and n_vec else np.zeros(n_vec, np.float32)
+        keep = None
+        if where:  # the filters select rows in SQL first; when they leave few, only those vectors are scored
+            keep = np.fromiter((r[0] for r in store.con.execute("SELECT vec_row FROM entries WHERE " + " AND ".join(where), args)), np.int64)
+            keep = keep[keep < n_vec]
+            n = int(keep.size)
+        else:
+            n = int(store.con.execute("SELECT count(*) FROM entries").fetchone()[0])
+        score_a = np.zeros(n_vec, np.float32)
+        if qv is not None and n_vec:
+            if keep is None or 4 * keep.size > n_vec:  # a product over all is faster than gathering many rows
+                score_a = np.maximum(np.asarray(vecs @ qv, np.float32), 0.0)
+            elif keep.size:
+                rows = np.sort(keep)
+                score_a[rows] = np.maximum(np.asarray(vecs[rows] @ qv, np.float32), 0.0)
         score_t = np.zeros(n_vec, np.float32)
         for row, text in store.text_matches(terms):
             have = set(words(text))
             score_t[row] = sum(1 for t in terms if t in have) / len(terms)
         score = score_a + score_t
-        if where:
-            keep = np.fromiter((r[0] for r in store.con.execute("SELECT vec_row FROM entries WHERE " + " AND ".join(where), args)), np.int64)
+        if keep is not None:
             mask = np.zeros(n_vec, bool)
             mask[keep] = True
             score = np.where(mask, score, 0.0)
-            n = int(keep.size)
-        else:
-            n = int(store.con.execute("SELECT count(*) FROM entries").fetchone()[0])
-        order = np.argsort(-score, kind="stable")
+        order = _descending(score, max(256, 32 * top))
         hits: list[Hit] = []
         taken: dict[int, list[tuple[int, int]]] = {}
         files: dict[int, Any] = {}
@@ -189,7 +216,7 @@ def search(query: str, index: str | os.PathLike[str], *, station: str | None = N
                             events=json.loads(e["events"])))  # fmt: skip
     finally:
         store.close()
-    return SearchResult(query, hits, classes, terms, n, time.perf_counter() - started)
+    return SearchResult(query, hits, classes, terms, n, time.perf_counter() - started, enc.name)
 
 
 def export_hits(hits: list[Hit], out_dir: str | os.PathLike[str]) -> list[Path]:

@@ -52,6 +52,9 @@ CREATE TABLE IF NOT EXISTS entries (
 CREATE INDEX IF NOT EXISTS entries_station_time ON entries (station, utc_start_ns);
 CREATE INDEX IF NOT EXISTS entries_file ON entries (file_id);
 CREATE UNIQUE INDEX IF NOT EXISTS entries_vec_row ON entries (vec_row);
+-- covering the search filters: a time or station filter reads these narrow indexes, not the wide rows
+CREATE INDEX IF NOT EXISTS entries_end_row ON entries (utc_end_ns, vec_row);
+CREATE INDEX IF NOT EXISTS entries_station_row ON entries (station, utc_end_ns, utc_start_ns, kind, vec_row);
 """
 
 
