@@ -264,6 +264,8 @@ class ClusterSupervisor:
             now = time.monotonic()
             for sh in self.shards:
                 if not sh.done and sh.ref is not None and now - sh.sent > self.dead_after_s:
+                    if ray.wait([sh.ref], timeout=0)[0]:
+                        continue  # its answer came while this driver was busy or starved: taken on the next turn
                     self._died(sh, f"no answer for {self.dead_after_s:g} s")
 
     def shutdown(self) -> None:

@@ -76,7 +76,7 @@ def _supervisor(specs, tmp_path, duration, **kw):
 
     tasks = station_tasks(specs, duration=duration, stall_s=5.0)
     sinks = DriverSinks([t.name for t in tasks], tmp_path / "events")
-    sup = ClusterSupervisor(tasks, sinks, shard_size=2, poll_s=0.2, dead_after_s=15.0, **kw)
+    sup = ClusterSupervisor(tasks, sinks, shard_size=2, poll_s=0.2, dead_after_s=30.0, **kw)
     return sup, sinks
 
 
@@ -232,7 +232,7 @@ def test_web_live_view_shows_every_station_of_every_node(cluster, emulator, tmp_
     try:
         rep = run_cluster_monitor(specs, address=c.address, duration=duration, events_dir=str(tmp_path / "ev"), console=False,
                                   shard_size=2, live=view, on_live=on_live, timeout=60,
-                                  supervisor_options={"poll_s": 0.2, "dead_after_s": 15.0})  # fmt: skip
+                                  supervisor_options={"poll_s": 0.2, "dead_after_s": 30.0})  # fmt: skip
         time.sleep(0.5)  # the last status
     finally:
         summary = view.close()
