@@ -104,7 +104,10 @@ class Gallery:
 
 def eer_threshold(target: np.ndarray, nontarget: np.ndarray) -> tuple[float, float]:
     """The threshold where the miss rate of ``target`` scores equals the false-accept rate of
-    ``nontarget`` scores (the midpoint of the crossing), and that equal error rate."""
+    ``nontarget`` scores, and that equal error rate. Every threshold between the crossing score and
+    the next lower score has the same errors on these scores; the middle of that interval is
+    returned (for separable sets: halfway between the best non-target and the worst target, not at
+    the worst target, which would reject new targets scoring a little lower)."""
     t = np.sort(np.asarray(target, dtype=np.float64))
     n = np.sort(np.asarray(nontarget, dtype=np.float64))
     if t.size == 0 or n.size == 0:
@@ -113,4 +116,5 @@ def eer_threshold(target: np.ndarray, nontarget: np.ndarray) -> tuple[float, flo
     miss = np.searchsorted(t, cands, side="left") / t.size
     fa = 1.0 - np.searchsorted(n, cands, side="left") / n.size
     i = int(np.argmin(np.abs(miss - fa)))
-    return float(cands[i]), float((miss[i] + fa[i]) / 2)
+    thr = float(cands[i]) if i == 0 else float((cands[i - 1] + cands[i]) / 2)
+    return thr, float((miss[i] + fa[i]) / 2)

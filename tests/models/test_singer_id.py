@@ -35,7 +35,12 @@ def songs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
 
 def test_eer_threshold_separates() -> None:
     thr, eer = eer_threshold(np.array([0.8, 0.9, 0.7]), np.array([0.1, 0.2, 0.3]))
-    assert eer == 0.0 and 0.3 <= thr <= 0.7
+    assert eer == 0.0 and thr == pytest.approx(0.5)  # the middle of the gap, not the worst target's score
+    # overlapping sets: the same errors as at the crossing score, from the middle of its interval
+    t, n = np.array([0.4, 0.6, 0.8, 0.9]), np.array([0.1, 0.3, 0.5, 0.7])
+    thr, eer = eer_threshold(t, n)
+    assert eer == pytest.approx(0.25) and thr == pytest.approx(0.55)
+    assert np.mean(t < thr) == pytest.approx(0.25) and np.mean(n >= thr) == pytest.approx(0.25)
 
 
 def test_whitening_fit_roundtrip(tmp_path: Path) -> None:

@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     from streamkit.dsp.motifs import motifs_of_contour
     from streamkit.models.singer_embed import MODES, SingerEmbedder
     from streamkit.models.singer_nets import FEATURES, MODELS, NetEmbedder, n_params
-    from streamkit.train.singer_id import fit, read_corpus
+    from streamkit.train.singer_id import calibrate, fit, read_corpus
     from streamkit.train.singer_nets import fit_net
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             row = {"model": m, "mode": "motif", "features": f, "params": n_params(emb.net), "train_s": trained,
                    "dev_clip_accuracy": max((h.get("dev_clip_accuracy", 0) for h in emb.meta.get("history", [])), default=None),
                    "paper_accuracy_pct": (PAPER_SEG if a.segments else PAPER)[(m, f)], "softmax_motif_clip": softmax_accuracy(emb, recs, data),
-                   **evaluate(emb, float(emb.meta["thresholds"]["motif"]), recs, data, clips)}  # fmt: skip
+                   **evaluate(emb, calibrate(emb, recs, data)["threshold"], recs, data, clips)}  # fmt: skip
             res["rows"][key] = row
             print(key, row, flush=True)
     res["note"] = ("paper_accuracy_pct: the singer-ID paper's Table 2 (Motifs dataset), real flamenco singers and a random per-clip "
