@@ -1,7 +1,8 @@
 """``streamkit train retrieval``: the contrastive audio-text model (:mod:`streamkit.models.retrieval`) on a SED corpus.
 
 Training clips: the corpus's ``synthetic`` and ``weak`` subsets (``--subsets``), each with
-``--captions`` captions in the training wording (:mod:`streamkit.train.retrieval_captions`); a
+``--captions`` captions in the training wording (:mod:`streamkit.train.retrieval_captions`), and with ``--real-clips
+REAL`` the train/dev event clips of a real corpus (:mod:`streamkit.train.retrieval_real`); a
 seeded tenth of them is held out to select the epoch (by mAP@10 of their training-wording
 captions). Each epoch every clip is paired with one of its captions at random; batches of
 ``--batch`` pairs train the projection (and with ``--text-adapter`` the text adapter) with NT-Xent,

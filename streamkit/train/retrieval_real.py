@@ -24,7 +24,7 @@ import numpy as np
 
 from streamkit.train.retrieval_captions import TRAIN, captions
 
-__all__ = ["REAL_SPLITS", "class_map", "real_clips", "real_features", "real_captions"]
+__all__ = ["REAL_SPLITS", "class_map", "eval_clips", "real_clips", "real_features", "real_captions"]
 
 REAL_SPLITS = ("train", "dev")  #: the splits trained on; never ``eval``
 REAL_FORMAT = "streamkit-real-corpus/"
@@ -69,40 +69,54 @@ def real_clips(real: str | Path, *, splits: Sequence[str] = REAL_SPLITS) -> tupl
     _check_root(root)
     if "eval" in splits:
         raise ValueError("the real corpus's eval split is evaluation-only and is never trained on")
-    import soundfile as sf
-
     out: list[dict[str, Any]] = []
     skipped = {"unmapped_class": 0, "no_events": 0}
     for split in splits:
-        ev = root / split / "events"
-        rows: dict[str, list[dict[str, Any]]] = {}
-        tsv = ev / "events.tsv"
-        if tsv.is_file():
-            with tsv.open(encoding="utf-8", newline="") as fh:
-                for r in csv.DictReader(fh, delimiter="\t"):
-                    rows.setdefault(r["filename"], []).append(r)
-        for wav in sorted((ev / "audio").glob("*.wav")):
-            labels = rows.get(wav.name, [])
-            mapped = [class_map(r["event_label"]) for r in labels]
-            if not labels:
-                skipped["no_events"] += 1
-                continue
-            if None in mapped:  # a caption that leaves out an audible event would teach the wrong pairing
+        out += _split_clips(root, split, skipped)
+    return out, skipped
+
+
+def eval_clips(real: str | Path) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The same clips of the real corpus's ``eval`` split, for scoring only (``benchmarks/retrieval.py --real-eval``)."""
+    root = Path(real)
+    _check_root(root)
+    skipped = {"unmapped_class": 0, "no_events": 0}
+    return _split_clips(root, "eval", skipped), skipped
+
+
+def _split_clips(root: Path, split: str, skipped: dict[str, int]) -> list[dict[str, Any]]:
+    import soundfile as sf
+
+    out: list[dict[str, Any]] = []
+    ev = root / split / "events"
+    rows: dict[str, list[dict[str, Any]]] = {}
+    tsv = ev / "events.tsv"
+    if tsv.is_file():
+        with tsv.open(encoding="utf-8", newline="") as fh:
+            for r in csv.DictReader(fh, delimiter="\t"):
+                rows.setdefault(r["filename"], []).append(r)
+    for wav in sorted((ev / "audio").glob("*.wav")):
+        labels = rows.get(wav.name, [])
+        mapped = [class_map(r["event_label"]) for r in labels]
+        if not labels:
+            skipped["no_events"] += 1
+            continue
+        if None in mapped:  # a caption that leaves out an audible event would teach the wrong pairing
+            skipped["unmapped_class"] += 1
+            continue
+        events = [{"event_label": c, "onset": float(r["onset"]), "offset": float(r["offset"])} for r, c in zip(labels, mapped)]
+        out.append({"id": f"real-{split}-{wav.stem}", "path": wav, "split": split, "events": events,
+                    "clip_s": min(MAX_S, float(sf.info(str(wav)).duration)), "timing": True})  # fmt: skip
+    for d in sorted(p for p in (ev / "clips").glob("*") if p.is_dir()):
+        cls = class_map(d.name)
+        for wav in sorted(d.glob("*.wav")):
+            if cls is None:
                 skipped["unmapped_class"] += 1
                 continue
-            events = [{"event_label": c, "onset": float(r["onset"]), "offset": float(r["offset"])} for r, c in zip(labels, mapped)]
-            out.append({"id": f"real-{split}-{wav.stem}", "path": wav, "split": split, "events": events,
-                        "clip_s": min(MAX_S, float(sf.info(str(wav)).duration)), "timing": True})  # fmt: skip
-        for d in sorted(p for p in (ev / "clips").glob("*") if p.is_dir()):
-            cls = class_map(d.name)
-            for wav in sorted(d.glob("*.wav")):
-                if cls is None:
-                    skipped["unmapped_class"] += 1
-                    continue
-                dur = min(MAX_S, float(sf.info(str(wav)).duration))
-                out.append({"id": f"real-{split}-{d.name}-{wav.stem}", "path": wav, "split": split, "clip_s": dur, "timing": False,
-                            "events": [{"event_label": cls, "onset": 0.0, "offset": dur}]})  # fmt: skip
-    return out, skipped
+            dur = min(MAX_S, float(sf.info(str(wav)).duration))
+            out.append({"id": f"real-{split}-{d.name}-{wav.stem}", "path": wav, "split": split, "clip_s": dur, "timing": False,
+                        "events": [{"event_label": cls, "onset": 0.0, "offset": dur}]})  # fmt: skip
+    return out
 
 
 def real_captions(clip: Mapping[str, Any], n: int, seed: int) -> list[str]:
