@@ -105,6 +105,8 @@ def cmd_monitor(a: argparse.Namespace) -> int:
         stations += _load_station_file(a.stations_file)
     out = ConsoleOut(sys.stdout)  # shared with the live view: a closed stdout is reported once, and the run goes on
     if a.ray is not None:
+        if a.index is not None or a.index_embedder is not None:  # the recordings are on the stations' nodes: nothing to index here
+            raise CliError("--index is not available with --ray (the recordings are written on the nodes): run `streamkit index build` there")
         from streamkit.cli.cluster import cmd_monitor_ray
 
         return cmd_monitor_ray(a, stations, password, _sad_detectors(a.sad) + (("asr",) if a.asr else ()) + (("sed",) if a.sed else ()),

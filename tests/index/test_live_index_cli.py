@@ -65,6 +65,12 @@ def test_contrastive_without_the_extra_fails_before_anything_starts(tmp_path: Pa
     assert not rec.exists() and not idx.exists()
 
 
+def test_index_is_refused_with_ray(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["monitor", "--ray", "auto", "--record", str(tmp_path / "rec"), "--index", str(tmp_path / "idx")]) == 2
+    assert "--index is not available with --ray" in capsys.readouterr().err
+    assert not (tmp_path / "idx").exists()
+
+
 @pytest.mark.parametrize("cmd", ["monitor", "mic"])
 def test_index_options_need_their_partners(cmd: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([cmd, "--index-embedder", "sed", "--duration", "1"]) == 2
