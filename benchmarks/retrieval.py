@@ -19,6 +19,9 @@ eval audio (model loaded, one thread) and the search latency on a synthetic inde
     streamkit train retrieval --corpus C --out adapter.pt --text-adapter
     python benchmarks/retrieval.py --corpus C --model frozen=frozen.pt --model adapter=adapter.pt
 
+``--real-eval REAL``: the same table on the eval split of a ``streamkit corpus real`` corpus (real
+audio, no model trained on it; see :mod:`streamkit.train.retrieval_real`).
+
 Writes benchmarks/results/retrieval.json.
 """
 
@@ -53,11 +56,23 @@ def log(msg: str) -> None:
 
 
 def baseline(corpus: Path, texts: list[str], target: np.ndarray, subset: str) -> tuple[dict[str, Any], float]:
+    _meta, paths = read_subset(corpus, subset)
+    return baseline_paths(paths, texts, target)
+
+
+def _mono(path: Path, max_s: float | None = None) -> np.ndarray:
     import soundfile as sf
 
-    _meta, paths = read_subset(corpus, subset)
+    x, rate = sf.read(str(path), dtype="float32", always_2d=True)
+    if rate != 16000:
+        raise ValueError(f"{path}: {rate} Hz, the SED model's clips are 16 kHz")
+    x = x.mean(axis=1)
+    return x if max_s is None else x[: int(max_s * rate)]
+
+
+def baseline_paths(paths: list[Path], texts: list[str], target: np.ndarray, max_s: float | None = None) -> tuple[dict[str, Any], float]:
     emb = SedPosteriorEmbedder(SED_WEIGHTS)
-    post = np.concatenate([emb.embed([sf.read(str(p), dtype="float32")[0] for p in paths[i : i + 16]]) for i in range(0, len(paths), 16)])
+    post = np.concatenate([emb.embed([_mono(p, max_s) for p in paths[i : i + 16]]) for i in range(0, len(paths), 16)])
     enc = SedQueryEncoder(emb.classes)
     q = np.zeros((len(texts), emb.dim), np.float32)
     parsed = 0
@@ -129,6 +144,37 @@ def latency(weights: Path, work: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def real_eval(real: Path, models: list[str], cache: Path) -> dict[str, Any]:
+    """The table on the eval split of a real corpus (its event scenes and isolated clips, no model trained on them): two
+    test-wording captions per clip (an isolated clip without duration or position words)."""
+    from streamkit.train.retrieval import TEST_CAPTIONS, TEST_SEED
+    from streamkit.train.retrieval_captions import captions
+    from streamkit.train.retrieval_real import MAX_S, eval_clips, real_features
+
+    clips, skipped = eval_clips(real)
+    texts, target = [], []
+    for i, c in enumerate(clips):
+        for t in captions(c, "test", TEST_CAPTIONS, TEST_SEED, clip_s=c["clip_s"], timing=c["timing"]):
+            texts.append(t)
+            target.append(i)
+    tgt = np.array(target)
+    log(f"real eval: {len(texts)} captions of {len(clips)} clips (skipped {skipped})")
+    base, parsed = baseline_paths([c["path"] for c in clips], texts, tgt, MAX_S)
+    rows: list[dict[str, Any]] = [{"system": "sed-posteriors (keyword/class baseline)", **base, "captions_naming_a_class": round(100 * parsed, 1)}]
+    frames, lengths = real_features(clips, SED_WEIGHTS, cache, log=log)
+    minilm = text_vectors(texts, cache / "retrieval.minilm.npz", log=log)
+    for spec in models:
+        name, _, path = spec.partition("=")
+        model, _meta = load_retrieval(path)
+        audio = embed_frames(model, frames, lengths)
+        with torch.no_grad():
+            t = model.encode_text(torch.as_tensor(minilm)).numpy()
+        rows.append({"system": f"contrastive {name}", "weights": Path(path).name, **retrieval_scores(t @ audio.T, tgt)})
+        log(f"real eval {name}: {rows[-1]}")
+    classes = sorted({e["event_label"] for c in clips for e in c["events"]})
+    return {"clips": len(clips), "captions": len(texts), "classes": classes, "skipped": skipped, "table": rows}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", required=True, type=Path)
@@ -136,6 +182,8 @@ def main() -> int:
     ap.add_argument("--subset", default="eval")
     ap.add_argument("--rt-seconds", type=float, default=300.0, help="audio for the RT factor (default 300 s; 0 skips)")
     ap.add_argument("--latency", action="store_true", help="also time search on a synthetic 24 h x 10-station index")
+    ap.add_argument("--real-eval", type=Path, default=None, metavar="REAL",
+                    help="also score on the eval event clips of a `streamkit corpus real` corpus (real audio; test wording)")
     ap.add_argument("--out", type=Path, default=RESULTS / "retrieval.json")
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -167,6 +215,8 @@ def main() -> int:
         "paper": PAPER,
         "paper_note": "the paper's figure is on ClothoV2 (real recordings, human captions): a different data set, not comparable",
     }
+    if a.real_eval is not None:
+        result["real_eval"] = real_eval(a.real_eval, a.model, a.corpus / "features")
     if first_weights is not None and a.rt_seconds > 0:
         result["load_before_rt"] = [round(x, 2) for x in os.getloadavg()]  # the machine is shared: its load, for the cost figures
         result["rt_factor"] = rt_factor(first_weights, a.corpus, a.subset, a.rt_seconds)

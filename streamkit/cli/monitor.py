@@ -24,6 +24,7 @@ from streamkit.cli.common import (
     summary_line,
     web_summary,
 )
+from streamkit.cli.live_index import add_index_arguments, indexing, live_indexer
 from streamkit.core.clock import RealTime
 from streamkit.core.graph import Graph
 
@@ -62,9 +63,7 @@ def add_monitor_arguments(m: argparse.ArgumentParser) -> None:
     m.add_argument("--duration", type=float, default=15.0, help="stop after S seconds of stream time and exit 0 (default 15)")
     m.add_argument("--events", default="events", metavar="DIR", help="directory for one JSONL event file per station (default ./events)")
     m.add_argument("--record", default=None, metavar="DIR", help="also record each station's received audio as WAV at its true rate (IQ: 2 channels)")
-    m.add_argument("--index", default=None, metavar="IDX",
-                   help="with --record: index the recordings as they are written, for `streamkit search --index IDX` (and the --web "
-                        "page's search box); completed with the events when the run ends")  # fmt: skip
+    add_index_arguments(m)
     from streamkit.io.kiwi_secrets import PASSWORD_ENV, add_password_arguments
 
     add_password_arguments(m, default_env=PASSWORD_ENV)
@@ -106,20 +105,16 @@ def cmd_monitor(a: argparse.Namespace) -> int:
         stations += _load_station_file(a.stations_file)
     out = ConsoleOut(sys.stdout)  # shared with the live view: a closed stdout is reported once, and the run goes on
     if a.ray is not None:
+        if a.index is not None or a.index_embedder is not None:  # the recordings are on the stations' nodes: nothing to index here
+            raise CliError("--index is not available with --ray (the recordings are written on the nodes): run `streamkit index build` there")
         from streamkit.cli.cluster import cmd_monitor_ray
 
         return cmd_monitor_ray(a, stations, password, _sad_detectors(a.sad) + (("asr",) if a.asr else ()) + (("sed",) if a.sed else ()),
                                _asr_options(a), out, live_view(a))  # fmt: skip
-    if a.index is not None and a.record is None:
-        raise CliError("--index needs --record DIR: the index is built from the recordings")
+    indexer = live_indexer(a, a.events)
     view = live_view(a)
-    indexer = None
-    if a.index is not None:
-        from streamkit.index.live import LiveIndexer
-
-        indexer = LiveIndexer(a.index, a.record, events_dir=a.events)
-        if view is not None:
-            view.search_index = a.index
+    if view is not None and indexer is not None:
+        view.search_index = a.index
     if not a.quiet:
         where = ", ".join(stations) if stations else "the built-in KiwiSDR emulator on loopback (3 stations, 1 frame in 60 dropped)"
         say(out, f"streamkit {streamkit.__version__}: monitoring {where} for {a.duration:g} s of stream time; events -> {a.events}/")
@@ -219,6 +214,8 @@ def add_mic_arguments(mic: argparse.ArgumentParser) -> None:
     mic.add_argument("--asr", action="store_true", help="also transcribe (statistical SAD -> multilingual streaming RNN-T)")
     mic.add_argument("--asr-lexicon", default=None, metavar="SPEC", help=ASR_LEXICON_HELP)
     mic.add_argument("--sed", action="store_true", help="also detect sound events (models.sed at 16 kHz; the tuned thresholds, no clip gates)")
+    mic.add_argument("--record", default=None, metavar="DIR", help="also record the captured audio as DIR/mic.wav (16-bit, at the capture rate)")
+    add_index_arguments(mic)
     add_web_argument(mic)
 
 
@@ -250,25 +247,36 @@ def build_mic_graph(a: argparse.Namespace) -> Graph:
         rs16 = g.add(registry_block("dsp.resample", to_hz=16000), name="rs16")
         g.connect(src, rs16)
         g.connect(rs16, g.add(registry_block("models.sed", **LIVE_SED), name="sed"))
+    if getattr(a, "record", None) is not None:
+        Path(a.record).mkdir(parents=True, exist_ok=True)
+        g.connect(src, g.add(registry_block("io.wav_sink", path=str(Path(a.record) / "mic.wav")), name="wav"))
     return g
 
 
 def cmd_mic(a: argparse.Namespace) -> int:
     from streamkit.io.console_out import ConsoleOut
 
+    events = a.events if a.events is None or not a.events.endswith(".jsonl") else str(Path(a.events).parent)
+    indexer = live_indexer(a, events)  # checked before the device is opened
     g = build_mic_graph(a)
     con = add_event_outputs(g, a.events, console=True)
+    if indexer is not None:
+        indexer.watch("mic", g.blocks["wav"])
     view = live_view(a)
-    if view is None:
-        st = run_graph(g, RealTime(), a.duration, a.chunk_ms)
-        return exit_status(con, [st])
-    out = ConsoleOut(sys.stdout)
-    view.attach(g, tap="level", station="mic", mode="microphone")
-    start_web(view, out)
+    out = ConsoleOut(sys.stdout) if view is not None or indexer is not None else None
+    if view is not None:
+        if indexer is not None:
+            view.search_index = a.index
+        view.attach(g, tap="level", station="mic", mode="microphone")
+        start_web(view, out)
     try:
-        st = run_graph(g, RealTime(), a.duration, a.chunk_ms)
+        with indexing(indexer):
+            st = run_graph(g, RealTime(), a.duration, a.chunk_ms)
     finally:
-        web_summary(out, view)
+        if view is not None:
+            web_summary(out, view)
+    if indexer is not None:
+        say(out, _index_line(a.index, indexer.finish()))
     return exit_status(con, [st])
 
 

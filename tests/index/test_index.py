@@ -67,6 +67,14 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return root, idx
 
 
+def test_sed_embedder_takes_a_clip_shorter_than_its_smallest_input() -> None:
+    from streamkit.index.embed import SedPosteriorEmbedder
+
+    emb = SedPosteriorEmbedder()
+    v = emb.embed([np.zeros(800, np.float32), 0.1 * np.ones(2400, np.float32)])  # 50 ms and 150 ms: an event segment can be this short
+    assert v.shape == (2, emb.dim) and np.isfinite(v).all()
+
+
 def test_query_parsing() -> None:
     assert parse_classes("a dog barks while water runs", CLASSES) == ["Dog", "Running_water"]
     assert parse_classes("siren with people shouting", CLASSES) == ["Alarm_bell_ringing", "Speech"]
