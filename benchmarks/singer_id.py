@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from streamkit.eval.bench import RESULTS, machine_info, write_result
-from streamkit.eval.bench.singer_table2 import closed, short_windows
+from streamkit.eval.bench.singer_table2 import closed, enrol_and_embed_test, open_set, short_windows
 from streamkit.models.singer_embed import MODES, SingerEmbedder
 from streamkit.models.singer_gallery import Gallery
 from streamkit.train.singer_id import analyse, fit, read_corpus
@@ -84,26 +84,9 @@ def main() -> int:
     res: dict[str, Any] = {"corpus": str(a.corpus), "machine": machine_info(), "calibration": cal, "modes": {}}
     for mode in MODES:
         emb = SingerEmbedder(mode, t)
-        g = Gallery(mode, t.dim, cal[mode]["threshold"])
-        for r in recs:
-            if r["split"] == "train":
-                v = emb.embed(*data[r["id"]]).vector
-                if v is not None:
-                    g.enroll(r["singer"], r["id"], v)
-        known = [r for r in recs if r["split"] == "test" and r["known"] == "1"]
-        unknown = [r for r in recs if r["split"] == "test" and r["known"] != "1"]
-        long_v = [(r["singer"], emb.embed(*data[r["id"]]).vector) for r in known]
-        long_v = [(s, v) for s, v in long_v if v is not None]
+        g, known, long_v, unk_v = enrol_and_embed_test(emb, cal[mode]["threshold"], recs, data)
         short_v = [(r["singer"], v) for r in known for v in short_vectors(emb, *data[r["id"]])]
-        unk_v = [v for v in (emb.embed(*data[r["id"]]).vector for r in unknown) if v is not None]
-        rejected = [g.score(v).name == "unknown" for v in unk_v]
-        accepted = [g.score(v).name == s for s, v in long_v]
-        res["modes"][mode] = {
-            "long": closed(g, long_v),
-            "short_1s": closed(g, short_v) if short_v else {"n": 0},
-            "open_set": {"threshold": g.threshold, "unknown_recordings": len(unk_v), "unknown_rejected": round(float(np.mean(rejected)), 4) if rejected else None,
-                         "known_accepted_right": round(float(np.mean(accepted)), 4)},  # fmt: skip
-        }
+        res["modes"][mode] = {"long": closed(g, long_v), "short_1s": closed(g, short_v) if short_v else {"n": 0}, "open_set": open_set(g, long_v, unk_v)}
         print(mode, res["modes"][mode])
     # RT factor of the block on one test recording: with this run's pooled transform, and with the shipped net (the default)
     from streamkit.models.singer_nets import DEFAULT_NET, load_embedder

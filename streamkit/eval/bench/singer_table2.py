@@ -79,9 +79,10 @@ def short_windows(emb: Any, x: np.ndarray, rows: np.ndarray) -> list[np.ndarray]
     return out
 
 
-def evaluate(emb: Any, threshold: float, recs: list[dict[str, str]], data: dict[str, tuple[np.ndarray, np.ndarray]],
-             clips: dict[str, list[Any]]) -> dict[str, Any]:  # fmt: skip
-    """The row of one embedder (see the module docstring)."""
+def enrol_and_embed_test(emb: Any, threshold: float, recs: list[dict[str, str]], data: dict[str, tuple[np.ndarray, np.ndarray]]
+                         ) -> tuple[Any, list[dict[str, str]], list[tuple[str, np.ndarray]], list[np.ndarray]]:  # fmt: skip
+    """A gallery enrolled from every train recording, the known-singer test recordings, their
+    (singer, whole-recording embedding) pairs, and the unknown singers' test embeddings."""
     from streamkit.models.singer_gallery import Gallery
 
     g = Gallery(emb.mode, emb.dim, threshold)
@@ -91,9 +92,25 @@ def evaluate(emb: Any, threshold: float, recs: list[dict[str, str]], data: dict[
             if v is not None:
                 g.enroll(r["singer"], r["id"], v)
     known = [r for r in recs if r["split"] == "test" and r["known"] == "1"]
-    unknown = [r for r in recs if r["split"] == "test" and r["known"] != "1"]
     long_v = [(r["singer"], emb.embed(*data[r["id"]]).vector) for r in known]
-    long_v = [(s, v) for s, v in long_v if v is not None]
+    unk = [emb.embed(*data[r["id"]]).vector for r in recs if r["split"] == "test" and r["known"] != "1"]
+    return g, known, [(s, v) for s, v in long_v if v is not None], [v for v in unk if v is not None]
+
+
+def open_set(g: Any, long_v: list[tuple[str, np.ndarray]], unk: list[np.ndarray]) -> dict[str, Any]:
+    """Unknown recordings rejected and known ones accepted with the right name, at ``g``'s threshold."""
+    return {
+        "threshold": round(g.threshold, 4),
+        "unknown_recordings": len(unk),
+        "unknown_rejected": round(float(np.mean([g.score(v).name == "unknown" for v in unk])), 4) if unk else None,
+        "known_accepted_right": round(float(np.mean([g.score(v).name == s for s, v in long_v])), 4) if long_v else None,
+    }
+
+
+def evaluate(emb: Any, threshold: float, recs: list[dict[str, str]], data: dict[str, tuple[np.ndarray, np.ndarray]],
+             clips: dict[str, list[Any]]) -> dict[str, Any]:  # fmt: skip
+    """The row of one embedder (see the module docstring)."""
+    g, known, long_v, unk = enrol_and_embed_test(emb, threshold, recs, data)
     clip_v: list[tuple[str, np.ndarray]] = []
     short_v: list[tuple[str, np.ndarray]] = []
     for r in known:
@@ -105,18 +122,7 @@ def evaluate(emb: Any, threshold: float, recs: list[dict[str, str]], data: dict[
         else:
             clip_v += [(r["singer"], v) for v in emb.embed_clips(x, rows, cs)]
             short_v += [(r["singer"], v) for v in short_windows(emb, x, rows)]
-    unk = [v for v in (emb.embed(*data[r["id"]]).vector for r in unknown) if v is not None]
-    return {
-        "recording": closed(g, long_v),
-        "motif_clip": closed(g, clip_v),
-        "short_1s": closed(g, short_v),
-        "open_set": {
-            "threshold": round(threshold, 4),
-            "unknown_recordings": len(unk),
-            "unknown_rejected": round(float(np.mean([g.score(v).name == "unknown" for v in unk])), 4) if unk else None,
-            "known_accepted_right": round(float(np.mean([g.score(v).name == s for s, v in long_v])), 4) if long_v else None,
-        },  # fmt: skip
-    }
+    return {"recording": closed(g, long_v), "motif_clip": closed(g, clip_v), "short_1s": closed(g, short_v), "open_set": open_set(g, long_v, unk)}
 
 
 def softmax_accuracy(emb: Any, recs: list[dict[str, str]], data: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
