@@ -47,16 +47,6 @@ def cluster():
     c.shutdown()
 
 
-@pytest.fixture(scope="module")
-def emulator():
-    from streamkit.io.kiwi_emulator import EmulatorThread
-
-    emu = EmulatorThread()
-    port = emu.start()
-    yield port
-    emu.stop()
-
-
 @pytest.fixture
 def refusing_emulator():
     """An emulator that refuses every connection with a bad-password answer (``badp``)."""

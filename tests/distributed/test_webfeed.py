@@ -23,16 +23,6 @@ pytestmark = pytest.mark.timeout(60)
 WEB = {"bins": 256, "rows_per_s": 10.0}
 
 
-@pytest.fixture(scope="module")
-def emulator():
-    from streamkit.io.kiwi_emulator import EmulatorThread
-
-    emu = EmulatorThread()
-    port = emu.start()
-    yield port
-    emu.stop()
-
-
 def _tasks(port, n, duration):
     return station_tasks([f"127.0.0.1:{port}:{7000 + k}:lsb" for k in range(n)], duration=duration, stall_s=5.0)
 
